@@ -1,0 +1,55 @@
+/*
+ * port_system.h: the kernel interfaces PortCore needs that Swift's Glibc
+ * module does not export (epoll, eventfd, timerfd, signalfd, memfd, struct
+ * ucred, SCM_CREDENTIALS) and the CMSG_* function-like macros, which Swift
+ * never imports. Thin wrappers only: errno handling and policy live in Swift
+ * (Sources/PortCore/System).
+ */
+#ifndef PORT_SYSTEM_H
+#define PORT_SYSTEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/timerfd.h>
+#include <sys/signalfd.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <signal.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include <time.h>
+#include <errno.h>
+
+/* struct ucred needs _GNU_SOURCE, which cannot reach the prebuilt Glibc
+ * module; this mirror has the same layout (see unix(7)). */
+typedef struct port_ucred {
+    pid_t pid;
+    uid_t uid;
+    gid_t gid;
+} port_ucred;
+
+#define PORT_SCM_CREDENTIALS 0x02 /* SCM_CREDENTIALS, unix(7) */
+#define PORT_SO_PASSCRED 16       /* SO_PASSCRED, socket(7) */
+#define PORT_SO_PEERCRED 17       /* SO_PEERCRED, socket(7) */
+
+/* CMSG_* (cmsg(3)) as functions. */
+static inline struct cmsghdr *port_cmsg_firsthdr(struct msghdr *m) { return CMSG_FIRSTHDR(m); }
+static inline struct cmsghdr *port_cmsg_nxthdr(struct msghdr *m, struct cmsghdr *c) { return CMSG_NXTHDR(m, c); }
+static inline unsigned char *port_cmsg_data(struct cmsghdr *c) { return CMSG_DATA(c); }
+static inline size_t port_cmsg_space(size_t len) { return CMSG_SPACE(len); }
+static inline size_t port_cmsg_len(size_t len) { return CMSG_LEN(len); }
+
+/* GNU extensions, defined in port_system.c under _GNU_SOURCE. */
+int port_accept4(int fd, int flags);
+int port_memfd_create(const char *name, unsigned int flags);
+int port_pipe2(int fds[2], int flags);
+
+/* errno as a function: Swift reads it right after the call it belongs to. */
+int port_errno(void);
+
+#endif

@@ -1,0 +1,82 @@
+// MonotonicInstant and RunLoopClock: all run-loop time is CLOCK_MONOTONIC
+// nanoseconds. A clock is injectable so that timer logic is tested with a
+// clock the test moves (ManualClock), not with sleeps.
+
+import CPortSystem
+import Glibc
+import Synchronization
+
+/// A point on the monotonic clock, in nanoseconds since an unspecified start.
+public struct MonotonicInstant: Comparable, Hashable, Sendable, CustomStringConvertible {
+    public var nanoseconds: UInt64
+
+    public init(nanoseconds: UInt64) { self.nanoseconds = nanoseconds }
+
+    /// Later than any deadline anyone waits for.
+    public static let distantFuture = MonotonicInstant(nanoseconds: UInt64.max / 2)
+
+    /// The current time of CLOCK_MONOTONIC. The corresponding C function is `clock_gettime`.
+    @inline(__always)
+    public static func now() -> MonotonicInstant {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return MonotonicInstant(nanoseconds: UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec))
+    }
+
+    public static func < (a: Self, b: Self) -> Bool { a.nanoseconds < b.nanoseconds }
+
+    public static func + (a: Self, d: Duration) -> Self {
+        let ns = d.nanosecondsClamped
+        if ns >= 0 { return Self(nanoseconds: min(a.nanoseconds &+ UInt64(ns), distantFuture.nanoseconds)) }
+        let back = UInt64(-ns)
+        return Self(nanoseconds: a.nanoseconds > back ? a.nanoseconds - back : 0)
+    }
+
+    public static func - (a: Self, b: Self) -> Duration {
+        if a >= b { return .nanoseconds(Int64(clamping: a.nanoseconds - b.nanoseconds)) }
+        return .nanoseconds(-Int64(clamping: b.nanoseconds - a.nanoseconds))
+    }
+
+    public var description: String { "\(Double(nanoseconds) / 1e9)s" }
+}
+
+extension Duration {
+    /// Whole nanoseconds, clamped to Int64.
+    @inlinable
+    public var nanosecondsClamped: Int64 {
+        let (s, atto) = components
+        let (ns, o) = s.multipliedReportingOverflow(by: 1_000_000_000)
+        if o { return s < 0 ? .min : .max }
+        return ns.addingReportingOverflow(atto / 1_000_000_000).overflow ? (s < 0 ? .min : .max) : ns + atto / 1_000_000_000
+    }
+}
+
+/// Where a run loop reads the time. The loop sleeps on CLOCK_MONOTONIC; a
+/// clock other than the system's is for tests, which run passes with a zero
+/// timeout after moving it.
+public protocol RunLoopClock: Sendable {
+    func now() -> MonotonicInstant
+}
+
+/// CLOCK_MONOTONIC.
+public struct SystemMonotonicClock: RunLoopClock {
+    public init() {}
+    @inline(__always) public func now() -> MonotonicInstant { .now() }
+}
+
+/// A clock that moves only when told to.
+public final class ManualClock: RunLoopClock {
+    private let current: Mutex<MonotonicInstant>
+
+    public init(start: MonotonicInstant = MonotonicInstant(nanoseconds: 1_000_000_000)) {
+        current = Mutex(start)
+    }
+
+    public func now() -> MonotonicInstant { current.withLock { $0 } }
+
+    /// Moves the clock forward by `d`.
+    public func advance(by d: Duration) { current.withLock { $0 = $0 + d } }
+
+    /// Sets the clock to `instant`.
+    public func set(_ instant: MonotonicInstant) { current.withLock { $0 = instant } }
+}

@@ -1,0 +1,1 @@
+print("portd: not yet")
