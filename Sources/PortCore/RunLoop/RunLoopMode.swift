@@ -1,0 +1,58 @@
+// RunLoopMode: the modes of a run loop (seeds: "Run Loop Modes") and what a
+// loop keeps per mode.
+//
+// A mode is a named set of sources, timers and observers. `.common` is not a
+// mode one runs in but a pseudo-mode: an item added to it is in every mode of
+// the loop's common set (which starts as [.default] and can grow; modes added
+// to the set later get the common items too).
+//
+// Invariant: every field of ModeState is read and written only with the
+// owning loop's lock held.
+
+import CPortSystem
+import Glibc
+
+extension PCRunLoop {
+    /// A run-loop mode, named by a string.
+    public struct Mode: Hashable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
+        public let name: String
+        public init(_ name: String) { self.name = name }
+        public init(stringLiteral value: String) { self.name = value }
+
+        /// The mode a loop runs in unless told otherwise.
+        public static let `default` = Mode("default")
+        /// The common-modes pseudo-mode: adding to it adds to every mode in the common set.
+        public static let common = Mode("common")
+
+        public var description: String { name }
+    }
+}
+
+/// Everything one mode holds. Protected by the owning loop's lock.
+final class ModeState {
+    let mode: PCRunLoop.Mode
+    /// epoll instance watching this mode's port sources plus the loop's
+    /// wake-up eventfd and timerfd; created with the first port source.
+    var epoll: Int32 = -1
+    var portSources: [UInt64: PortSource] = [:]
+    var customSources: [ObjectIdentifier: RunLoopSource] = [:]
+    var timers = TimerHeap()
+    var observers: [RunLoopObserver] = []  // sorted by (order, sequence)
+    var observedActivities: PCRunLoop.Activity = []
+
+    init(mode: PCRunLoop.Mode) { self.mode = mode }
+
+    deinit {
+        if epoll >= 0 { SystemCall.close(epoll) }
+    }
+
+    var hasSourcesOrTimers: Bool {
+        !portSources.isEmpty || !customSources.isEmpty || timers.memberCount > 0
+    }
+
+    func recomputeObservedActivities() {
+        var mask: PCRunLoop.Activity = []
+        for o in observers { mask.formUnion(o.activities) }
+        observedActivities = mask
+    }
+}
