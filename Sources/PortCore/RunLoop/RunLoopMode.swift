@@ -7,10 +7,12 @@
 // to the set later get the common items too).
 //
 // Invariant: every field of ModeState is read and written only with the
-// owning loop's lock held.
+// owning loop's lock held, but `epollFD` and `observedMask`: atomics the
+// loop's thread reads without the lock on every pass (written under it).
 
 import CPortSystem
 import Glibc
+import Synchronization
 
 extension PCRunLoop {
     /// A run-loop mode, named by a string.
@@ -33,12 +35,20 @@ final class ModeState {
     let mode: PCRunLoop.Mode
     /// epoll instance watching this mode's port sources plus the loop's
     /// wake-up eventfd and timerfd; created with the first port source.
-    var epoll: Int32 = -1
+    let epollFD = Atomic<Int32>(-1)
+    var epoll: Int32 {
+        get { epollFD.load(ordering: .acquiring) }
+        set { epollFD.store(newValue, ordering: .releasing) }
+    }
     var portSources: [UInt64: PortSource] = [:]
     var customSources: [ObjectIdentifier: RunLoopSource] = [:]
     var timers = TimerHeap()
     var observers: [RunLoopObserver] = []  // sorted by (order, sequence)
-    var observedActivities: PCRunLoop.Activity = []
+    private let observedMask = Atomic<UInt32>(0)
+    /// The union of the activities this mode's observers watch.
+    var observedActivities: PCRunLoop.Activity {
+        PCRunLoop.Activity(rawValue: observedMask.load(ordering: .relaxed))
+    }
 
     init(mode: PCRunLoop.Mode) { self.mode = mode }
 
@@ -53,6 +63,6 @@ final class ModeState {
     func recomputeObservedActivities() {
         var mask: PCRunLoop.Activity = []
         for o in observers { mask.formUnion(o.activities) }
-        observedActivities = mask
+        observedMask.store(mask.rawValue, ordering: .relaxed)
     }
 }
