@@ -37,6 +37,25 @@ typedef struct port_ucred {
 #define PORT_SO_PASSCRED 16       /* SO_PASSCRED, socket(7) */
 #define PORT_SO_PEERCRED 17       /* SO_PEERCRED, socket(7) */
 
+/* memfd_create(2) flags and file seals (fcntl(2), "File Sealing"): defined by
+ * glibc only under _GNU_SOURCE. port_system.c checks these against the real
+ * definitions at compile time. */
+#define PORT_MFD_CLOEXEC 0x0001U
+#define PORT_MFD_ALLOW_SEALING 0x0002U
+#define PORT_MFD_NOEXEC_SEAL 0x0008U /* Linux 6.3+; EINVAL before */
+#define PORT_F_ADD_SEALS 1033
+#define PORT_F_GET_SEALS 1034
+#define PORT_F_SEAL_SEAL 0x0001
+#define PORT_F_SEAL_SHRINK 0x0002
+#define PORT_F_SEAL_GROW 0x0004
+#define PORT_F_SEAL_WRITE 0x0008
+#define PORT_F_SEAL_FUTURE_WRITE 0x0010
+#define PORT_F_SEAL_EXEC 0x0020
+
+/* The largest number of descriptors one SCM_RIGHTS message may carry
+ * (SCM_MAX_FD in the kernel's include/net/scm.h; not exported to user space). */
+#define PORT_SCM_MAX_FD 253
+
 /* CMSG_* (cmsg(3)) as functions. */
 static inline struct cmsghdr *port_cmsg_firsthdr(struct msghdr *m) { return CMSG_FIRSTHDR(m); }
 static inline struct cmsghdr *port_cmsg_nxthdr(struct msghdr *m, struct cmsghdr *c) { return CMSG_NXTHDR(m, c); }
@@ -48,6 +67,10 @@ static inline size_t port_cmsg_len(size_t len) { return CMSG_LEN(len); }
 int port_accept4(int fd, int flags);
 int port_memfd_create(const char *name, unsigned int flags);
 int port_pipe2(int fds[2], int flags);
+/* fcntl(F_ADD_SEALS / F_GET_SEALS): fcntl is variadic, so it gets a fixed
+ * signature here. */
+int port_add_seals(int fd, unsigned int seals);
+int port_get_seals(int fd);
 
 /* errno as a function: Swift reads it right after the call it belongs to. */
 int port_errno(void);

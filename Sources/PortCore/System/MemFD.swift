@@ -1,0 +1,176 @@
+// MemFD: memfd_create(2) with file sealing (fcntl(2), "File Sealing"), the
+// carrier of components too large for one socket record.
+//
+// Invariants: every memfd is created MFD_CLOEXEC | MFD_ALLOW_SEALING (and
+// MFD_NOEXEC_SEAL where the kernel knows it). A sender writes the bytes, then
+// adds F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL, so that the
+// contents and size can never change again, whoever holds the descriptor. A
+// receiver trusts a memfd only after `checkSealed` saw at least the first
+// three seals and a size covering the announced length; only then does it
+// map it, read-only. Without the seals a sender could shrink the file under
+// the receiver's mapping (SIGBUS) or change bytes after validation.
+
+import CPortSystem
+import Glibc
+
+/// Sealed shared-memory files. Each system call is wrapped once here.
+public enum MemFD {
+    /// File seals (`F_SEAL_*`), as `F_GET_SEALS` reports them.
+    public struct Seals: OptionSet, Sendable, Hashable, CustomStringConvertible {
+        public let rawValue: UInt32
+        public init(rawValue: UInt32) { self.rawValue = rawValue }
+
+        /// No further seals may be added.
+        public static let seal = Seals(rawValue: UInt32(PORT_F_SEAL_SEAL))
+        /// The file may not shrink.
+        public static let shrink = Seals(rawValue: UInt32(PORT_F_SEAL_SHRINK))
+        /// The file may not grow.
+        public static let grow = Seals(rawValue: UInt32(PORT_F_SEAL_GROW))
+        /// The contents may not change.
+        public static let write = Seals(rawValue: UInt32(PORT_F_SEAL_WRITE))
+        /// No new writable mappings or writes (existing mappings stay writable).
+        public static let futureWrite = Seals(rawValue: UInt32(PORT_F_SEAL_FUTURE_WRITE))
+        /// The executable bits may not change.
+        public static let exec = Seals(rawValue: UInt32(PORT_F_SEAL_EXEC))
+
+        /// What a receiver requires before it maps a large component.
+        public static let required: Seals = [.write, .shrink, .grow]
+        /// What `MemFD.makeSealed` applies.
+        public static let all: Seals = [.write, .shrink, .grow, .seal]
+
+        public var description: String {
+            var names: [String] = []
+            if contains(.seal) { names.append("SEAL") }
+            if contains(.shrink) { names.append("SHRINK") }
+            if contains(.grow) { names.append("GROW") }
+            if contains(.write) { names.append("WRITE") }
+            if contains(.futureWrite) { names.append("FUTURE_WRITE") }
+            if contains(.exec) { names.append("EXEC") }
+            return names.isEmpty ? "[]" : names.joined(separator: "|")
+        }
+    }
+
+    /// Why a received descriptor is not acceptable as a large component.
+    public enum ValidationError: Error, Equatable, Sendable, CustomStringConvertible {
+        /// The descriptor is not a file that supports sealing (e.g. a socket or a pipe).
+        case notSealable
+        /// Some of `Seals.required` are missing.
+        case missingSeals(present: Seals, missing: Seals)
+        /// The file is shorter than the length the message announced.
+        case tooShort(size: Int, announced: Int)
+        /// A system call failed unexpectedly.
+        case system(SystemCallError)
+
+        public var description: String {
+            switch self {
+            case .notSealable: "large component: descriptor is not a sealable memfd"
+            case .missingSeals(let present, let missing):
+                "large component: memfd not sealed (seals \(present), missing \(missing))"
+            case .tooShort(let size, let announced):
+                "large component: memfd holds \(size) bytes, message announced \(announced)"
+            case .system(let e): "large component: \(e)"
+            }
+        }
+    }
+
+    /// Creates an empty memfd that allows sealing. The corresponding C function
+    /// is `memfd_create` (`MFD_CLOEXEC | MFD_ALLOW_SEALING`, plus
+    /// `MFD_NOEXEC_SEAL` on kernels that have it).
+    public static func create(name: String = "portd") throws(SystemCallError) -> Int32 {
+        let base = PORT_MFD_CLOEXEC | PORT_MFD_ALLOW_SEALING
+        do {
+            // Since Linux 6.3 a memfd without MFD_EXEC/MFD_NOEXEC_SEAL logs a
+            // warning (and vm.memfd_noexec=2 refuses it); older kernels reject
+            // the flag with EINVAL, so fall back.
+            return try SystemCall.must("memfd_create") { port_memfd_create(name, base | PORT_MFD_NOEXEC_SEAL) }
+        } catch where error.errno == .invalidArgument {
+            return try SystemCall.must("memfd_create") { port_memfd_create(name, base) }
+        }
+    }
+
+    /// Writes all of `bytes` at the current offset, looping over short writes.
+    /// The corresponding C function is `write`.
+    public static func write(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) throws(SystemCallError) {
+        var done = 0
+        while done < bytes.count {
+            guard let base = bytes.baseAddress else { return }
+            let n = try SystemCall.must("write(memfd)") { Glibc.write(fd, base + done, bytes.count - done) }
+            done += n
+        }
+    }
+
+    /// Adds `seals`. The corresponding C function is `fcntl(F_ADD_SEALS)`.
+    public static func addSeals(_ fd: Int32, _ seals: Seals) throws(SystemCallError) {
+        _ = try SystemCall.must("fcntl(F_ADD_SEALS)") { port_add_seals(fd, seals.rawValue) }
+    }
+
+    /// The seals on `fd`. The corresponding C function is `fcntl(F_GET_SEALS)`;
+    /// it fails with EINVAL for files that do not support sealing.
+    public static func seals(_ fd: Int32) throws(SystemCallError) -> Seals {
+        let r = try SystemCall.must("fcntl(F_GET_SEALS)") { port_get_seals(fd) }
+        return Seals(rawValue: UInt32(bitPattern: r))
+    }
+
+    /// The file's size in bytes. The corresponding C function is `fstat`.
+    public static func size(_ fd: Int32) throws(SystemCallError) -> Int {
+        var st = stat()
+        _ = try SystemCall.must("fstat") { fstat(fd, &st) }
+        return Int(st.st_size)
+    }
+
+    /// A new memfd holding a copy of `bytes`, sealed with `Seals.all`.
+    /// The caller owns the returned descriptor.
+    public static func makeSealed(_ bytes: UnsafeRawBufferPointer, name: String = "portd") throws(SystemCallError) -> Int32 {
+        let fd = try create(name: name)
+        do {
+            try write(fd, bytes)
+            try addSeals(fd, .all)
+            return fd
+        } catch {
+            SystemCall.close(fd)
+            throw error
+        }
+    }
+
+    /// Checks that `fd` is a memfd sealed with at least `Seals.required` and
+    /// holding at least `length` bytes. A receiver calls this before
+    /// `mapReadOnly`; an unsealed memfd is refused.
+    public static func checkSealed(_ fd: Int32, length: Int) throws(ValidationError) {
+        let present: Seals
+        do {
+            present = try seals(fd)
+        } catch where error.errno == .invalidArgument {
+            throw .notSealable
+        } catch {
+            throw .system(error)
+        }
+        let missing = Seals.required.subtracting(present)
+        if !missing.isEmpty { throw .missingSeals(present: present, missing: missing) }
+        let actual: Int
+        do { actual = try size(fd) } catch { throw .system(error) }
+        if actual < length { throw .tooShort(size: actual, announced: length) }
+    }
+
+    /// Maps the first `length` bytes of `fd` read-only and shared. `length`
+    /// must be positive. Unmap with `unmap`. The corresponding C function is
+    /// `mmap(PROT_READ, MAP_SHARED)`.
+    public static func mapReadOnly(_ fd: Int32, length: Int) throws(SystemCallError) -> UnsafeRawBufferPointer {
+        precondition(length > 0, "mmap of an empty range")
+        var p: UnsafeMutableRawPointer? = nil
+        // mmap reports failure as MAP_FAILED, not -1: translate inside the
+        // body so the chokepoint sees the errno of this very call.
+        _ = try SystemCall.must("mmap") { () -> Int32 in
+            p = mmap(nil, length, PROT_READ, MAP_SHARED, fd, 0)
+            return p == MAP_FAILED ? -1 : 0
+        }
+        return UnsafeRawBufferPointer(start: p, count: length)
+    }
+
+    /// Unmaps a region returned by `mapReadOnly`. The corresponding C function is `munmap`.
+    public static func unmap(_ region: UnsafeRawBufferPointer) {
+        guard let base = region.baseAddress else { return }
+        // munmap fails only for ranges PortCore never passes (EINVAL).
+        let r = munmap(UnsafeMutableRawPointer(mutating: base), region.count)
+        precondition(r == 0, "munmap of a region not mapped by MemFD.mapReadOnly")
+    }
+}
