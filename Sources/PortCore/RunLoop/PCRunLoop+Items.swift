@@ -228,3 +228,18 @@ extension PCRunLoop.CommonItem {
         }
     }
 }
+
+extension PCRunLoop {
+    /// Forgets a mode that has nothing left in it (a private mode whose user
+    /// is gone), closing its epoll instance. Does nothing while the mode has
+    /// items, pending requests, or a run in progress. Safe from any thread.
+    public func discardMode(_ mode: Mode) {
+        lock.withLock {
+            guard mode != .default, mode != .common, !commonModes.contains(mode),
+                  let ms = modes[mode], !ms.hasSourcesOrTimers, ms.observers.isEmpty, !ms.isRunning,
+                  !performQueue.contains(where: { $0.modes.contains(mode) })
+            else { return }
+            modes[mode] = nil
+        }
+    }
+}

@@ -44,8 +44,12 @@ extension PCRunLoop {
         precondition(mode != .common, "run in a concrete mode, not the common pseudo-mode")
         let ms: ModeState = lock.withLock { modeState(mode) }
         if isEmpty(ms) { return .finished }
+        lock.withLock { ms.runDepth += 1 }
         modeStack.append(ms)
-        defer { modeStack.removeLast() }
+        defer {
+            modeStack.removeLast()
+            lock.withLock { ms.runDepth -= 1 }
+        }
         notify(ms, .entry)
         let result = runPasses(ms, deadline: deadline, returnAfterSourceHandled: returnAfterSourceHandled)
         notify(ms, .exit)

@@ -43,6 +43,9 @@ final class ModeState {
     var portSources: [UInt64: PortSource] = [:]
     var customSources: [ObjectIdentifier: RunLoopSource] = [:]
     var timers = TimerHeap()
+    /// Runs of this mode in progress (nested runs count each).
+    var runDepth = 0
+    var isRunning: Bool { runDepth > 0 }
     var observers: [RunLoopObserver] = []  // sorted by (order, sequence)
     private let observedMask = Atomic<UInt32>(0)
     /// The union of the activities this mode's observers watch.

@@ -23,7 +23,7 @@ final class Lock: @unchecked Sendable {
     }
 
     @inlinable @inline(__always)
-    func withLock<T>(_ body: () throws -> T) rethrows -> T {
+    func withLock<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return try body()

@@ -31,8 +31,12 @@ public enum WireFormat {
         public init(rawValue: UInt8) { self.rawValue = rawValue }
         /// Descriptor 0 of the record is a send right for the reply.
         public static let replyPort = Flags(rawValue: 0x01)
+        /// The sender waits for exactly one reply on this same connection
+        /// (CFMessagePortSendRequest's one-shot reply right, without a
+        /// descriptor): the receiver answers with one record on it, in order.
+        public static let replyExpected = Flags(rawValue: 0x02)
         /// Every flag version 1 defines; any other bit set is an error.
-        public static let known: Flags = [.replyPort]
+        public static let known: Flags = [.replyPort, .replyExpected]
     }
 
     /// A component's kind (byte 0 of its table entry). 0 is never valid, so

@@ -1,0 +1,200 @@
+// MessageTransport: one port message in, one out, on a connected
+// SOCK_SEQPACKET socket: encode, sendmsg with a deadline, recvmsg, decode.
+// Shared by SendRight (sending, reading replies) and PCPort (receiving,
+// replying).
+//
+// Invariants: buffers are allocated once per transport and reused (no
+// allocation per message but the received message's own storage); a
+// received descriptor is owned by exactly one object the moment it is
+// parsed, and every descriptor of a record that fails validation is closed
+// before the error is reported.
+
+import CPortSystem
+import Glibc
+
+final class MessageTransport {
+    // Not shared: a transport is used by one thread at a time (its owner's
+    // lock or run-loop thread serializes it).
+    let limits: PortLimits
+    private var sendBuffer: UnsafeMutableRawBufferPointer
+    private let sendControl: ControlMessage.Buffer
+    private var receiveBuffer: UnsafeMutableRawBufferPointer?
+    private var receiveControl: ControlMessage.Buffer?
+    private let descriptorScratch: UnsafeMutableBufferPointer<Int32>
+
+    init(limits: PortLimits = .default) {
+        self.limits = limits
+        sendBuffer = .allocate(byteCount: 256, alignment: 8)
+        sendControl = ControlMessage.Buffer(descriptors: limits.maxDescriptors, credentials: false)
+        descriptorScratch = .allocate(capacity: limits.maxDescriptors)
+    }
+
+    deinit {
+        sendBuffer.deallocate()
+        receiveBuffer?.deallocate()
+        descriptorScratch.deallocate()
+    }
+
+    // MARK: Sending
+
+    /// Encodes and sends `message` on `fd`, waiting for room until
+    /// `deadline`. `replyPort` is a descriptor to pass as the reply right.
+    func send(
+        _ message: PCPortMessage, on fd: Int32, replyPort: Int32?, replyExpected: Bool, before deadline: MonotonicInstant
+    ) throws(PortError) -> SendResult {
+        // Large data components become sealed memfds; they must live until sendmsg returns.
+        var spilled: [SharedMemory] = []
+        var inlineSize = WireFormat.headerSize + WireFormat.entrySize * message.components.count
+        for c in message.components { if case .data(let b) = c { inlineSize += b.count } }
+        let spill = inlineSize > limits.maxRecordSize
+        var wire: [PortComponent] = []
+        wire.reserveCapacity(message.components.count)
+        for c in message.components {
+            switch c {
+            case .data(let b) where spill && b.count >= 4096:
+                do {
+                    let m = try SharedMemory(copying: b)
+                    spilled.append(m)
+                    wire.append(.largeData(memfd: m.fd, length: m.count))
+                } catch {
+                    throw .system(error)
+                }
+            case .data(let b): wire.append(.data(b))
+            case .port(let right): wire.append(.port(right.fd))
+            case .sharedMemory(let m): wire.append(.largeData(memfd: m.fd, length: m.count))
+            }
+        }
+        let size = WireEncoder.encodedSize(of: wire)
+        if size > sendBuffer.count {
+            if size > limits.maxRecordSize { throw .wire(.recordTooLarge(size: size, limit: limits.maxRecordSize)) }
+            sendBuffer.deallocate()
+            sendBuffer = .allocate(byteCount: max(size, sendBuffer.count * 2), alignment: 8)
+        }
+        let encoded: WireEncoder.Encoded
+        do {
+            encoded = try WireEncoder.encode(
+                msgid: message.msgid, replyPort: replyPort, components: wire,
+                into: sendBuffer, descriptors: descriptorScratch, limits: limits)
+        } catch {
+            throw .wire(error)
+        }
+        if replyExpected {
+            sendBuffer[5] |= WireFormat.Flags.replyExpected.rawValue
+        }
+        let controlLength = ControlMessage.encode(
+            descriptors: UnsafeBufferPointer(rebasing: descriptorScratch[0..<encoded.descriptorCount]),
+            into: sendControl)
+        let record = UnsafeRawBufferPointer(rebasing: sendBuffer[0..<encoded.byteCount])
+        while true {
+            let outcome: UnixSocket.SendOutcome
+            do {
+                outcome = try UnixSocket.send(fd, record, control: sendControl, controlLength: controlLength)
+            } catch {
+                throw .system(error)
+            }
+            switch outcome {
+            case .sent:
+                withExtendedLifetime(spilled) {}
+                return .sent
+            case .peerClosed, .connectionReset:
+                return .receiverGone
+            case .wouldBlock:
+                do {
+                    if try !Poll.waitWritable(fd, until: deadline) { return .timedOut }
+                } catch {
+                    throw .system(error)
+                }
+            }
+        }
+    }
+
+    // MARK: Receiving
+
+    enum Received {
+        case message(PCPortMessage, replyExpected: Bool)
+        case wouldBlock
+        case closed
+    }
+
+    /// Receives and decodes one record from `fd`. A malformed record throws
+    /// after closing every descriptor it carried; the caller then closes the
+    /// connection.
+    func receive(on fd: Int32) throws(PortError) -> Received {
+        let buffer: UnsafeMutableRawBufferPointer
+        let control: ControlMessage.Buffer
+        if let b = receiveBuffer, let c = receiveControl {
+            buffer = b
+            control = c
+        } else {
+            buffer = .allocate(byteCount: limits.maxRecordSize, alignment: 8)
+            control = ControlMessage.Buffer(descriptors: limits.maxDescriptors, credentials: true)
+            receiveBuffer = buffer
+            receiveControl = control
+        }
+        let outcome: UnixSocket.ReceiveOutcome
+        do {
+            outcome = try UnixSocket.receive(fd, into: buffer, control: control)
+        } catch {
+            throw .system(error)
+        }
+        let record: UnixSocket.ReceivedRecord
+        switch outcome {
+        case .wouldBlock: return .wouldBlock
+        case .endOfStream, .connectionReset: return .closed
+        case .record(let r): record = r
+        }
+        let parsed = ControlMessage.parse(
+            control, length: record.controlLength, truncated: record.controlTruncated,
+            descriptors: descriptorScratch)
+        let fds = UnsafeBufferPointer(rebasing: descriptorScratch[0..<parsed.descriptorCount])
+        var adopted = 0  // descriptors [0, adopted) belong to objects now
+        func closeRest() { for i in adopted..<fds.count { SystemCall.close(fds[i]) } }
+        if parsed.truncated || parsed.unexpected > 0 {
+            closeRest()
+            throw .controlTruncated
+        }
+        if record.truncated {
+            closeRest()
+            throw .recordTruncated
+        }
+        let view: WireMessageView
+        do {
+            view = try WireDecoder.decode(
+                UnsafeRawBufferPointer(rebasing: buffer[0..<record.byteCount]), descriptors: fds, limits: limits)
+        } catch {
+            closeRest()
+            throw .wire(error)
+        }
+        var message = PCPortMessage(msgid: view.msgid)
+        message.sender = parsed.credentials
+        message.components.reserveCapacity(view.componentCount)
+        if let r = view.replyPort {
+            message.replyPort = SendRight(adopting: r)
+            adopted += 1
+        }
+        for c in view.components {
+            switch c {
+            case .data(let bytes):
+                message.components.append(.data(Array(bytes)))
+            case .port(let pfd):
+                message.components.append(.port(SendRight(adopting: pfd)))
+                adopted += 1
+            case .largeData(let memfd, let length):
+                do {
+                    try MemFD.checkSealed(memfd, length: length)
+                } catch {
+                    closeRest()
+                    throw .unsealedSharedMemory(error)
+                }
+                adopted += 1  // SharedMemory owns it from here, even when mapping fails
+                do {
+                    message.components.append(.sharedMemory(try SharedMemory(adopting: memfd, length: length)))
+                } catch {
+                    closeRest()
+                    throw .system(error)
+                }
+            }
+        }
+        return .message(message, replyExpected: view.flags.contains(.replyExpected))
+    }
+}
