@@ -46,7 +46,7 @@ final class ServedPort: @unchecked Sendable {
         let passed = try other.makeSendRight()
         let msg = PCPortMessage(msgid: 42, components: [.data(Array("hello".utf8)), .data([0, 1, 0, 255]), .port(passed)])
         #expect(try right.send(msg, timeout: .seconds(5)) == .sent)
-        done.wait()
+        #expect(done.wait(timeout: .seconds(60)))
         let m = try #require(got.withLock { $0 })
         #expect(m.msgid == 42)
         #expect(m.components.count == 3)
@@ -76,7 +76,7 @@ final class ServedPort: @unchecked Sendable {
         defer { relay.stop() }
         let toRelay = try relay.port.makeSendRight()
         try toRelay.send(PCPortMessage(msgid: 7, components: [.port(try target.port.makeSendRight())]))
-        done.wait()
+        #expect(done.wait(timeout: .seconds(60)))
         #expect(second.withLock { $0 } == ["via relay"])
     }
 
@@ -199,7 +199,7 @@ final class ServedPort: @unchecked Sendable {
         }
         #expect(try bad.send(PCPortMessage(msgid: 1), timeout: .seconds(1)) == .receiverGone)
         #expect(try good.send(PCPortMessage(msgid: 2, strings: ["still served"])) == .sent)
-        done.wait()
+        #expect(done.wait(timeout: .seconds(60)))
         #expect(received.all.contains("still served"))
         #expect(errors.all.first?.contains("bad magic") == true)
     }
@@ -228,7 +228,7 @@ final class ServedPort: @unchecked Sendable {
         let right = try served.port.makeSendRight()
         #expect(try right.send(PCPortMessage(msgid: 3, components: [.data([1, 2, 3]), .data(big)]), timeout: .seconds(30)) == .sent)
         big = []
-        done.wait()
+        #expect(done.wait(timeout: .seconds(60)))
         let d = try #require(digest.withLock { $0 })
         #expect(d.2, "the large component arrived as shared memory")
         #expect(d.1 == size)

@@ -16,6 +16,8 @@ public enum PortError: Error, Sendable, CustomStringConvertible {
     case recordTruncated
     /// The port or right was invalidated by its owner.
     case invalidated
+    /// Another request on this right is waiting for its reply (one at a time per right).
+    case requestInProgress
 
     public var description: String {
         switch self {
@@ -25,6 +27,7 @@ public enum PortError: Error, Sendable, CustomStringConvertible {
         case .controlTruncated: "control data truncated (descriptors lost)"
         case .recordTruncated: "record longer than the receive buffer"
         case .invalidated: "the port was invalidated"
+        case .requestInProgress: "another request on this right is waiting for its reply"
         }
     }
 }

@@ -35,6 +35,8 @@ public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvert
     private var reply: PCPortMessage?
     private var peerGone = false
     private var answered = false
+    /// An async request is waiting for its reply on the background loop.
+    private var asyncInFlight = false
     private var replyError: PortError?
     private var replySources: [ObjectIdentifier: (loop: PCRunLoop, source: PortSource)] = [:]
     private var invalidationSources: [PortSource] = []
@@ -138,6 +140,7 @@ public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvert
         let loop = PCRunLoop.current
         return try lock.withLock { () throws(PortError) -> RequestResult in
             guard !closed else { throw .invalidated }
+            if asyncInFlight { throw .requestInProgress }
             let t = transport ?? MessageTransport(limits: limits)
             transport = t
             if peerGone { return .invalidPort }
@@ -172,6 +175,50 @@ public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvert
             }
         }
     }
+
+    /// Sends the request half of an async request; returns a result when
+    /// there is nothing to wait for.
+    func beginAsyncRequest(_ message: PCPortMessage, sendTimeout: Duration) throws(PortError) -> RequestResult? {
+        try lock.withLock { () throws(PortError) -> RequestResult? in
+            guard !closed else { throw .invalidated }
+            if asyncInFlight { throw .requestInProgress }
+            let t = transport ?? MessageTransport(limits: limits)
+            transport = t
+            if peerGone { return .invalidPort }
+            switch try t.send(
+                message, on: fd, replyPort: message.replyPort?.fd, replyExpected: true, before: .now() + sendTimeout)
+            {
+            case .sent: break
+            case .timedOut: return .sendTimedOut
+            case .receiverGone: return .invalidPort
+            }
+            pendingReplies += 1
+            reply = nil
+            replyError = nil
+            asyncInFlight = true
+            return nil
+        }
+    }
+
+    /// On the background loop: reads what is there; a result once the reply
+    /// (or the end) came.
+    func readAsyncReply() -> Result<RequestResult, PortError>? {
+        lock.withLock { () -> Result<RequestResult, PortError>? in
+            readReply()
+            if let r = reply {
+                reply = nil
+                return .success(.reply(r))
+            }
+            if let e = replyError {
+                replyError = nil
+                return .failure(e)
+            }
+            if peerGone { return .success(.invalidPort) }
+            return nil
+        }
+    }
+
+    func endAsyncRequest() { lock.withLock { asyncInFlight = false } }
 
     /// Lock held.
     private func ensureReplySource(on loop: PCRunLoop) throws(PortError) {

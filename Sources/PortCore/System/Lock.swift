@@ -61,4 +61,19 @@ final class Completion: @unchecked Sendable {
         while !done { pthread_cond_wait(cond, lock.mutex) }
         pthread_mutex_unlock(lock.mutex)
     }
+
+    /// Waits at most `timeout`; returns whether the completion was signalled.
+    func wait(timeout: Duration) -> Bool {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        let ns = Int(timeout.nanosecondsClamped) + now.tv_nsec
+        var until = timespec(tv_sec: now.tv_sec + ns / 1_000_000_000, tv_nsec: ns % 1_000_000_000)
+        pthread_mutex_lock(lock.mutex)
+        while !done {
+            if pthread_cond_timedwait(cond, lock.mutex, &until) == ETIMEDOUT { break }
+        }
+        let result = done
+        pthread_mutex_unlock(lock.mutex)
+        return result
+    }
 }

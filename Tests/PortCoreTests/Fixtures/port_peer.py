@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""A port peer in another process and language, written from portd-protocol(7).
+
+Descriptor 3 is a send right (a connected SOCK_SEQPACKET socket) to a port.
+  port_peer.py send N TAG        send N messages: msgid = 0..N-1, one data component TAG
+  port_peer.py checkin NAME      check in (msgid 100, reply port = a new port of ours,
+                                 component NAME), then wait for one message on our port,
+                                 print its first component, exit 0
+  port_peer.py checkin-and-die NAME   check in, then exit at once (the port dies with us)
+"""
+import os
+import socket
+import struct
+import sys
+
+MAGIC = b"port"
+VERSION = 1
+FLAG_REPLY_PORT = 0x01
+KIND_DATA = 1
+
+
+def encode(msgid, components, reply_port=False):
+    header = MAGIC + struct.pack("<BBHI", VERSION, FLAG_REPLY_PORT if reply_port else 0, len(components), msgid)
+    table = b"".join(struct.pack("<B3xI", KIND_DATA, len(c)) for c in components)
+    return header + table + b"".join(components)
+
+
+def decode(record):
+    magic, (version, flags, count, msgid) = record[:4], struct.unpack("<BBHI", record[4:12])
+    assert magic == MAGIC and version == VERSION, record[:12]
+    comps, at = [], 12 + 8 * count
+    for i in range(count):
+        kind, length = struct.unpack("<B3xI", record[12 + 8 * i:20 + 8 * i])
+        if kind == KIND_DATA:
+            comps.append(record[at:at + length])
+            at += length
+    return msgid, comps
+
+
+def main():
+    right = socket.socket(fileno=3)
+    # O_NONBLOCK belongs to the open file, which the port's owner created non-blocking.
+    right.setblocking(True)
+    verb = sys.argv[1]
+    if verb == "send":
+        n, tag = int(sys.argv[2]), sys.argv[3].encode()
+        for i in range(n):
+            right.send(encode(i, [tag]))
+        return 0
+    if verb in ("checkin", "checkin-and-die"):
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        socket.send_fds(right, [encode(100, [sys.argv[2].encode()], reply_port=True)], [theirs.fileno()])
+        theirs.close()
+        if verb == "checkin-and-die":
+            os._exit(0)
+        msgid, comps = decode(mine.recv(65536))
+        print(comps[0].decode() if comps else "", flush=True)
+        return 0
+    return 2
+
+
+sys.exit(main())
