@@ -3,6 +3,11 @@
 // caller owns and reuses: no allocation per message. Sizes, counts and limits
 // are checked in a first pass, so a message that cannot be sent fails with
 // exact figures before anything is written.
+//
+// Components come as a concrete [PortComponent], not `some Collection`: an
+// unspecialised generic call from another module allocated three times per
+// message; with the array, encode + sendmsg + recvmsg + decode measured zero
+// allocations per message (release build, malloc counted by LD_PRELOAD).
 
 /// Encodes port messages (see portd-protocol(7)).
 public enum WireEncoder {
@@ -15,7 +20,7 @@ public enum WireEncoder {
     }
 
     /// The record length `components` encode to (header, table, inline data).
-    public static func encodedSize(of components: some Collection<PortComponent>) -> Int {
+    public static func encodedSize(of components: [PortComponent]) -> Int {
         var n = WireFormat.headerSize + WireFormat.entrySize * components.count
         for c in components {
             if case .data(let bytes) = c { n += bytes.count }
@@ -24,7 +29,7 @@ public enum WireEncoder {
     }
 
     /// Descriptors a message with these components calls for.
-    public static func descriptorCount(of components: some Collection<PortComponent>, hasReplyPort: Bool) -> Int {
+    public static func descriptorCount(of components: [PortComponent], hasReplyPort: Bool) -> Int {
         var n = hasReplyPort ? 1 : 0
         for c in components where c.kind != .data { n += 1 }
         return n
@@ -35,7 +40,7 @@ public enum WireEncoder {
     /// then each port's and large component's descriptor in component order.
     /// The descriptors are only copied; the caller still owns them.
     public static func encode(
-        msgid: UInt32, replyPort: Int32?, components: some Collection<PortComponent>,
+        msgid: UInt32, replyPort: Int32?, components: [PortComponent],
         into buffer: UnsafeMutableRawBufferPointer, descriptors: UnsafeMutableBufferPointer<Int32>,
         limits: PortLimits = .default
     ) throws(WireError) -> Encoded {

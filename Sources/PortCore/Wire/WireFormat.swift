@@ -3,12 +3,9 @@
 // authoritative description; this file and the encoder/decoder implement it
 // and the golden-byte tests pin it.
 //
-// In short: a 12-byte header (magic "port", version, flags, component count,
-// msgid), then one 8-byte table entry per component (kind, three zero bytes,
-// length), then the inline bytes of the data components in order. All
-// integers little-endian. Descriptors travel as SCM_RIGHTS in the same
-// record: the reply port first (when flagged), then one per port or
-// large-data component, in component order.
+// The layout is deliberately not repeated here: read the man page. The
+// names below follow its sections (header, flags, component table, kinds,
+// message IDs).
 
 /// Constants of the port-message wire format (see portd-protocol(7)).
 public enum WireFormat {
