@@ -61,7 +61,7 @@ import Testing
         defer { close(connection) }
         try #require(waitReadable(connection), "python sent nothing")
 
-        let t = MessageTransport()
+        let t = TestWireTransport()
         let m = try t.receive(connection)
         // The kernel's word for who sent it: the child itself.
         #expect(m.credentials == Credentials(pid: child.pid, uid: getuid(), gid: getgid()))

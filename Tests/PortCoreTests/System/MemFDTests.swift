@@ -28,7 +28,7 @@ import Testing
         #expect(try MemFD.seals(memfd).isSuperset(of: .all))
         #expect(try MemFD.size(memfd) == length)
 
-        let t = MessageTransport()
+        let t = TestWireTransport()
         let (a, b) = try UnixSocket.makePair()
         defer { close(a); close(b) }
         #expect(try t.send(a, msgid: 1, components: [.largeData(memfd: memfd, length: length)]) == .sent(20))

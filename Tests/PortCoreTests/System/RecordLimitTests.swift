@@ -49,7 +49,7 @@ import Testing
     }
 
     @Test func fullDefaultRecordWithDescriptorsGoesThrough() throws {
-        let t = MessageTransport()
+        let t = TestWireTransport()
         let (a, b) = try UnixSocket.makePair()
         defer { close(a); close(b) }
         let (p, q) = try UnixSocket.makePair()

@@ -18,7 +18,7 @@ import Testing
     }
 
     @Test func messageWithDescriptorsAndCredentials() throws {
-        let t = MessageTransport()
+        let t = TestWireTransport()
         let (a, b) = try UnixSocket.makePair()
         defer { close(a); close(b) }
         try UnixSocket.setPassCredentials(b, true)
@@ -49,7 +49,7 @@ import Testing
     }
 
     @Test func credentialsOnlyWithPassCred() throws {
-        let t = MessageTransport()
+        let t = TestWireTransport()
         let (a, b) = try UnixSocket.makePair()
         defer { close(a); close(b) }
         _ = try t.send(a, msgid: 1, components: [])
@@ -62,10 +62,10 @@ import Testing
     }
 
     @Test func outcomesAreValues() throws {
-        let t = MessageTransport()
+        let t = TestWireTransport()
         let (a, b) = try UnixSocket.makePair()
         defer { close(b) }
-        #expect(throws: MessageTransport.ReceiveError.outcome(.wouldBlock)) { try t.receive(b) }
+        #expect(throws: TestWireTransport.ReceiveError.outcome(.wouldBlock)) { try t.receive(b) }
         // A full queue is .wouldBlock, never a silent drop.
         var queued = 0
         while try t.send(a, msgid: UInt32(queued), components: [.data([1])]) != .wouldBlock {
@@ -75,18 +75,18 @@ import Testing
         #expect(queued > 0 && queued < 100_000)
         for i in 0..<queued { #expect(try t.receive(b).msgid == UInt32(i)) }
         close(a)
-        #expect(throws: MessageTransport.ReceiveError.outcome(.endOfStream)) { try t.receive(b) }
+        #expect(throws: TestWireTransport.ReceiveError.outcome(.endOfStream)) { try t.receive(b) }
         #expect(try t.send(b, msgid: 1, components: []) == .peerClosed)  // EPIPE, and no SIGPIPE
     }
 
     @Test func shutdownWriteEndsTheStream() throws {
-        let t = MessageTransport()
+        let t = TestWireTransport()
         let (a, b) = try UnixSocket.makePair()
         defer { close(a); close(b) }
         _ = try t.send(a, msgid: 5, components: [])
         try UnixSocket.shutdown(a, .write)
         #expect(try t.receive(b).msgid == 5)
-        #expect(throws: MessageTransport.ReceiveError.outcome(.endOfStream)) { try t.receive(b) }
+        #expect(throws: TestWireTransport.ReceiveError.outcome(.endOfStream)) { try t.receive(b) }
         #expect(try t.send(a, msgid: 1, components: []) == .peerClosed)
     }
 
@@ -215,7 +215,7 @@ import Testing
         let server = try #require(try UnixSocket.accept(listener))
         defer { close(server) }
         #expect(isCloseOnExec(server) && isNonBlocking(server))
-        let t = MessageTransport()
+        let t = TestWireTransport()
         _ = try t.send(client, msgid: 3, components: [.data([7])])
         #expect(try t.receive(server).components == [.data([7])])
         // A second bind of the same name fails: abstract names are unique.

@@ -41,7 +41,7 @@ import Testing
             expected[i] = .badMagic(UInt32(m[0]) | UInt32(m[1]) << 8 | UInt32(m[2]) << 16 | UInt32(m[3]) << 24)
         }
         expected[4] = .unsupportedVersion(0xFE)
-        expected[5] = .unknownFlags(0xFE)
+        expected[5] = .unknownFlags(0xFC)  // 0x01 REPLY_PORT and 0x02 REPLY_EXPECTED are known
         expected[6] = .truncated(expected: 12 + 8 * 0xFB, actual: 46)
         expected[7] = .tooManyComponents(count: 0xFF04, limit: 1024)
         for i in 8..<12 { expected[i] = .some(nil) }  // msgid: any value is valid

@@ -1,4 +1,4 @@
-// MessageTransport: the send and receive paths a port will take, assembled
+// TestWireTransport: the send and receive paths a port will take, assembled
 // from the pieces under test (WireEncoder/WireDecoder, ControlMessage,
 // UnixSocket.send/receive) with buffers allocated once. Test-only: the port
 // layer builds its own.
@@ -6,7 +6,7 @@
 import Glibc
 @testable import PortCore
 
-final class MessageTransport {
+final class TestWireTransport {
     let limits: PortLimits
     let sendBuffer: UnsafeMutableRawBufferPointer
     let receiveBuffer: UnsafeMutableRawBufferPointer
