@@ -66,6 +66,11 @@ package enum LocalSocket {
         return try SystemCall.must("socket(AF_UNIX)") { socket(AF_UNIX, type, 0) }
     }
 
+    /// Closes a socket this process owns. The corresponding C function is `close`.
+    package static func close(_ fd: Int32) {
+        SystemCall.close(fd)
+    }
+
     /// Binds `fd` to a filesystem path. The corresponding C function is `bind`.
     package static func bind(_ fd: Int32, path: String) throws(SystemCallError) {
         try withAddress(path: path, call: "bind(\(path))") { (address, length) throws(SystemCallError) in
