@@ -13,7 +13,9 @@
 // listens, so a client that connects earlier simply waits in the backlog).
 // When accept fails for lack of descriptors (EMFILE/ENFILE) the listener's
 // source leaves the loop, so a level-triggered socket cannot spin, and comes
-// back when a connection closes.
+// back when a connection closes. A source the loop cannot take (epoll_ctl
+// failed) is logged: a connection is dropped; the listener or the signalfd
+// failing ends the run with status 1 (a supervisor restarts portd).
 // Invariants: all of this runs on one thread (the loop's); `run()` returns
 // only after every source it added is invalidated, so the caller may close
 // the listener (remove from the loop before closing).
@@ -54,8 +56,15 @@ final class Daemon {
         }
         self.listenerSource = listenerSource
         self.signalSource = signalSource
-        loop.add(signalSource, forMode: .default)
-        loop.add(listenerSource, forMode: .default)
+        do {
+            try loop.add(signalSource, forMode: .default)
+            try loop.add(listenerSource, forMode: .default)
+        } catch {
+            logger.critical("cannot serve the control socket: \(error)")
+            listenerSource.invalidate()
+            signalSource.invalidate()
+            return 1
+        }
 
         notify("READY=1") { () throws(SystemCallError) in try notifier.ready(status: "Serving \(listener.path)") }
         loop.run()
@@ -88,8 +97,14 @@ final class Daemon {
             let source = PortSource(fileDescriptor: fd, closesOnInvalidate: true) { [unowned self] source in
                 self.serve(connection, source: source, loop: loop)
             }
+            do {
+                try loop.add(source, forMode: .default)
+            } catch {
+                logger.error("cannot serve a new connection: \(error)", metadata: peerMetadata(connection))
+                source.invalidate()  // closes the descriptor
+                continue
+            }
             connections[fd] = source
-            loop.add(source, forMode: .default)
             logger.debug("client connected", metadata: peerMetadata(connection))
         }
     }
@@ -104,7 +119,14 @@ final class Daemon {
         source.invalidate()  // closes the descriptor
         if acceptingPaused, let listenerSource {
             acceptingPaused = false
-            loop.add(listenerSource, forMode: .default)
+            do {
+                try loop.add(listenerSource, forMode: .default)
+            } catch {
+                // Without its listener the daemon cannot serve anyone: stop, and let the supervisor restart it.
+                logger.critical("cannot resume accepting: \(error); stopping")
+                exitStatus = 1
+                loop.stop()
+            }
         }
     }
 
@@ -121,7 +143,6 @@ final class Daemon {
             let name = signal == SIGTERM ? "SIGTERM" : signal == SIGINT ? "SIGINT" : "signal \(signal)"
             logger.info("received \(name), stopping")
             notify("STOPPING=1") { () throws(SystemCallError) in try notifier.stopping(status: "Stopping (\(name))") }
-            exitStatus = 0
             loop.stop()
         }
     }

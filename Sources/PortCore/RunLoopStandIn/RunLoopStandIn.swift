@@ -1,5 +1,6 @@
 // RunLoopStandIn: NOT THE RUN LOOP. A throw-away stand-in with the subset of
-// the documented run-loop API (notes/RUNLOOP_API.md) that portd's
+// the run-loop API (notes/RUNLOOP_API.md, and the real signatures on main:
+// `add(_: PortSource, forMode:)` throws SystemCallError) that portd's
 // Daemon.swift uses: PCRunLoop.current, Mode.default/.common, add/remove a
 // PortSource, run(), stop(), wakeUp(); PortSource(fileDescriptor:
 // closesOnInvalidate:handler:), invalidate(), isValid.
@@ -59,7 +60,8 @@ public final class PCRunLoop: @unchecked Sendable {
         }
     }
 
-    public func add(_ source: PortSource, forMode mode: Mode) {
+    /// Throws like the real one (whose epoll_ctl can fail); this one never does.
+    public func add(_ source: PortSource, forMode mode: Mode) throws(SystemCallError) {
         lock.withLock {
             guard !sources.contains(where: { $0 === source }) else { return }
             sources.append(source)
