@@ -51,9 +51,11 @@ let package = Package(
             name: "PortCoreTests",
             dependencies: ["PortCore", "CPortSystem"]
         ),
+        // Unit tests of portd's parts (@testable import portd) and
+        // integration tests that run the built portd and portctl binaries.
         .testTarget(
             name: "PortdTests",
-            dependencies: ["PortCore", "CPortSystem"]
+            dependencies: ["PortCore", "CPortSystem", "portd"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -1,1 +1,15 @@
-print("portd: not yet")
+// main: portd's process shell, parse → set up → run → exit code
+// (STYLE.md §13). Parsing exits by itself for --help, --version and usage
+// errors (64); a failed set-up has been logged and exits 1; a run ends with
+// the status Daemon returns (0 after SIGTERM/SIGINT).
+
+import Glibc
+import PortCore
+
+let startedAt = MonotonicInstant.now()
+let command = PortdCommand.parseOrExit()
+let logger = LogDestination.bootstrap()
+guard let setup = DaemonSetup.prepare(command, logger: logger, startedAt: startedAt) else { exit(1) }
+let status = Daemon(setup).run()
+setup.tearDown()
+exit(status)

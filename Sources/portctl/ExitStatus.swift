@@ -1,0 +1,50 @@
+// ExitStatus: portctl's documented exit statuses, one per outcome a script
+// may branch on (issue 5's list), taken from sysexits(3) where one fits so
+// they never collide with a shell's 126/127/128+N or swift-argument-parser's
+// 64 for usage errors. The same table is printed by `portctl --help` and in
+// portctl(1) EXIT STATUS; a value, once published, never changes meaning.
+
+import ArgumentParser
+
+enum ExitStatus: Int32, CaseIterable {
+    /// The command did what was asked.
+    case success = 0
+    /// Any failure without a more specific status below.
+    case failure = 1
+    /// Bad options or arguments (EX_USAGE; swift-argument-parser's own).
+    case usage = 64
+    /// A port name is not registered (EX_NOUSER). Used by lookup and send verbs.
+    case nameNotFound = 67
+    /// No portd answers at the socket path (EX_UNAVAILABLE).
+    case notRunning = 69
+    /// The remote port (or the connection to portd) became invalid before the
+    /// exchange finished (EX_IOERR).
+    case portInvalid = 74
+    /// Nothing happened before --timeout (EX_TEMPFAIL).
+    case timedOut = 75
+    /// portd answered something portctl does not understand (EX_PROTOCOL).
+    case protocolError = 76
+    /// The socket, its directory or the request was refused (EX_NOPERM).
+    case permissionDenied = 77
+
+    var meaning: String {
+        switch self {
+        case .success: "success"
+        case .failure: "failure not listed below"
+        case .usage: "usage error"
+        case .nameNotFound: "name not found"
+        case .notRunning: "portd is not running"
+        case .portInvalid: "the remote port became invalid"
+        case .timedOut: "timed out"
+        case .protocolError: "protocol error (unexpected reply)"
+        case .permissionDenied: "permission denied"
+        }
+    }
+
+    var exitCode: ExitCode { ExitCode(rawValue) }
+
+    /// The table for --help.
+    static var helpText: String {
+        "Exit status:\n" + allCases.map { "  \($0.rawValue)\t\($0.meaning)" }.joined(separator: "\n")
+    }
+}

@@ -1,0 +1,195 @@
+// ControlListener: portd's listening control socket (AF_UNIX SOCK_SEQPACKET),
+// either bound here or inherited from the service manager.
+//
+// Binding never steals a live daemon's socket. When the path is taken
+// (EADDRINUSE), a probe connects to it:
+//   - it connects (or the backlog is full): a daemon is alive there, so
+//     portd refuses to start, naming its pid (SO_PEERCRED of the probe);
+//   - ECONNREFUSED: nobody listens, a file left by a crashed daemon; if it
+//     is a socket it is unlinked and the bind retried once (a second
+//     EADDRINUSE means another portd won the race: refuse);
+//   - the path is not a socket at all, or a live socket of another type
+//     (EPROTOTYPE): refuse and touch nothing.
+// Ownership: the listener owns its descriptor and, only when it bound the
+// path itself, the socket file. `close()` removes the file only if the entry
+// at the path is still the one it bound (same device and inode), then closes
+// the descriptor; a socket inherited from systemd is never unlinked (the
+// socket unit owns it). The caller removes the descriptor from its run loop
+// before calling `close()`.
+
+import PortCore
+
+final class ControlListener {
+    /// Where the socket came from.
+    enum Origin: Equatable {
+        /// Bound here; the file is ours to remove (`entry` identifies it).
+        case bound(entry: FileStatus)
+        /// Passed by the service manager under this name.
+        case inherited(name: String)
+    }
+
+    /// Why portd cannot listen; each reads as a complete sentence for the log.
+    enum StartError: Error, CustomStringConvertible {
+        case alreadyRunning(path: String, pid: Int32?)
+        case notASocket(path: String)
+        case otherSocketType(path: String)
+        case badInheritedSocket(fileDescriptor: Int32, name: String)
+        case directory(DaemonDirectoryError)
+        case system(SystemCallError)
+
+        var description: String {
+            switch self {
+            case .alreadyRunning(let path, let pid?):
+                "portd is already running at \(path) (pid \(pid)); not starting a second one"
+            case .alreadyRunning(let path, nil):
+                "portd is already running at \(path); not starting a second one"
+            case .notASocket(let path):
+                "\(path) exists and is not a socket; not replacing it"
+            case .otherSocketType(let path):
+                "\(path) is a live socket of another type (not SOCK_SEQPACKET); not replacing it"
+            case .badInheritedSocket(let fd, let name):
+                "descriptor \(fd) (\(name)) from the service manager is not a listening AF_UNIX SOCK_SEQPACKET socket"
+            case .directory(let error):
+                "cannot prepare the socket directory: \(error)"
+            case .system(let error):
+                "cannot listen: \(error)"
+            }
+        }
+    }
+
+    let fileDescriptor: Int32
+    /// The socket's path, for messages (for an inherited socket: what portd resolved).
+    let path: String
+    let origin: Origin
+    private var closed = false
+
+    private init(fileDescriptor: Int32, path: String, origin: Origin) {
+        self.fileDescriptor = fileDescriptor
+        self.path = path
+        self.origin = origin
+    }
+
+    /// Adopts the control socket systemd passed (socket activation).
+    static func adopt(_ passed: ListenFDs.Passed, path: String) throws(StartError) -> ControlListener {
+        guard ListenFDs.isListeningSequentialPacketSocket(passed.fileDescriptor) else {
+            throw .badInheritedSocket(fileDescriptor: passed.fileDescriptor, name: passed.name)
+        }
+        do {
+            try LocalSocket.setNonBlocking(passed.fileDescriptor, true)  // accept until EAGAIN
+        } catch {
+            throw .system(error)
+        }
+        return ControlListener(fileDescriptor: passed.fileDescriptor, path: path, origin: .inherited(name: passed.name))
+    }
+
+    /// Creates the instance directory if needed, binds `location` (replacing
+    /// a stale socket file, never a live one) and listens.
+    static func bind(at location: DaemonSocketLocation, userID: UInt32) throws(StartError) -> ControlListener {
+        do {
+            try DaemonDirectory.prepare(for: location, userID: userID)
+        } catch {
+            throw .directory(error)
+        }
+        let path = location.path
+        let fd: Int32
+        do {
+            fd = try LocalSocket.make(.seqPacket)
+        } catch {
+            throw .system(error)
+        }
+        do throws(StartError) {
+            try bindReplacingStale(fd, path: path)
+            try systemCall { () throws(SystemCallError) in try LocalSocket.listen(fd) }
+            if location.origin == .systemInstance {
+                // Every uid may connect to the system instance; who may do
+                // what is decided per request (policy, issue 4).
+                try systemCall { () throws(SystemCallError) in try FileSystem.setPermissions(path, 0o666) }
+            }
+            guard let entry = try systemCall({ () throws(SystemCallError) in try FileSystem.status(ofPath: path) }) else {
+                throw .system(SystemCallError(call: "lstat(\(path)) after bind", errno: .noSuchFileOrDirectory))
+            }
+            return ControlListener(fileDescriptor: fd, path: path, origin: .bound(entry: entry))
+        } catch {
+            LocalSocket.close(fd)
+            throw error
+        }
+    }
+
+    /// Accepts one pending connection, or nil when none is pending.
+    func accept() throws(SystemCallError) -> Int32? {
+        try LocalSocket.accept(fileDescriptor)
+    }
+
+    /// Removes the socket file if it is still ours, then closes the descriptor. Idempotent.
+    func close() {
+        guard !closed else { return }
+        closed = true
+        if case .bound(let entry) = origin,
+            let now = try? FileSystem.status(ofPath: path), now.isSameEntry(as: entry)
+        {
+            _ = try? FileSystem.remove(path)
+        }
+        LocalSocket.close(fileDescriptor)
+    }
+
+    // MARK: - Binding
+
+    private static func bindReplacingStale(_ fd: Int32, path: String) throws(StartError) {
+        var replacedStale = false
+        while true {
+            do {
+                try LocalSocket.bind(fd, path: path)
+                return
+            } catch where error.errno == .addressInUse {
+                // Fall through to the probe.
+            } catch {
+                throw .system(error)
+            }
+            switch try probe(path) {
+            case .live(let pid):
+                throw .alreadyRunning(path: path, pid: pid)
+            case .vanished:
+                continue
+            case .stale:
+                if replacedStale { throw .alreadyRunning(path: path, pid: nil) }
+                guard let entry = try systemCall({ () throws(SystemCallError) in try FileSystem.status(ofPath: path) }) else { continue }
+                guard entry.kind == .socket else { throw .notASocket(path: path) }
+                _ = try systemCall { () throws(SystemCallError) in try FileSystem.remove(path) }
+                replacedStale = true
+            case .otherType:
+                throw .otherSocketType(path: path)
+            }
+        }
+    }
+
+    private enum ProbeResult { case live(pid: Int32?), stale, vanished, otherType }
+
+    /// Connects to whatever is at `path` to learn whether a daemon lives there.
+    private static func probe(_ path: String) throws(StartError) -> ProbeResult {
+        let fd = try systemCall { () throws(SystemCallError) in try LocalSocket.make(.seqPacket) }
+        defer { LocalSocket.close(fd) }
+        do {
+            switch try LocalSocket.connect(fd, path: path) {
+            case .connected:
+                return .live(pid: (try? LocalSocket.peerCredentials(fd))?.pid)
+            case .wouldBlock:
+                return .live(pid: nil)  // backlog full: alive, just busy
+            }
+        } catch {
+            switch error.errno {
+            case .connectionRefused: return .stale  // includes a regular file; checked before unlinking
+            case .noSuchFileOrDirectory: return .vanished
+            case .protocolWrongTypeForSocket: return .otherType
+            default: throw .system(error)
+            }
+        }
+    }
+
+    private static func systemCall<T>(_ body: () throws(SystemCallError) -> T) throws(StartError) -> T {
+        do {
+            return try body()
+        } catch {
+            throw .system(error)
+        }
+    }
+}

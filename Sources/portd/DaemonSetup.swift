@@ -1,0 +1,75 @@
+// DaemonSetup: everything portd prepares before it serves, in this order,
+// and undoes after: (1) SIGTERM/SIGINT blocked and routed to a signalfd,
+// before any thread exists, so no thread ever takes them asynchronously;
+// SIGPIPE ignored (sends use MSG_NOSIGNAL; this covers a closed stderr);
+// (2) the control socket: the one systemd passed (socket activation), else
+// bound at the resolved path (ControlListener: never a live daemon's).
+// Any failure is logged as one clear line and start-up stops with status 1.
+//
+// Ownership: the setup owns the listener until `tearDown()`; the signalfd
+// passes to Daemon, whose run-loop source closes it.
+
+import Glibc
+import Logging
+import PortCore
+
+struct DaemonSetup {
+    let logger: Logger
+    let listener: ControlListener
+    let signalDescriptor: Int32
+    let notifier: SystemdNotifier
+    let startedAt: MonotonicInstant
+
+    /// Prepares the daemon, or logs why it cannot and returns nil.
+    static func prepare(_ command: PortdCommand, logger: Logger, startedAt: MonotonicInstant) -> DaemonSetup? {
+        let signalDescriptor: Int32
+        do {
+            signalDescriptor = try SignalFD.create(for: [SIGTERM, SIGINT])
+            try CurrentProcess.ignore(signal: SIGPIPE)
+        } catch {
+            logger.critical("cannot set up signal handling: \(error)")
+            return nil
+        }
+
+        let userID = CurrentProcess.userID
+        let location = DaemonPaths.resolve(
+            explicitPath: command.socket, instance: command.instance, userID: userID,
+            environment: CurrentProcess.environment)
+
+        let listener: ControlListener
+        do {
+            let passed = try ListenFDs.take()
+            let (control, others) = ListenFDs.selectControl(from: passed)
+            for extra in others {
+                logger.warning(
+                    "closing a descriptor from the service manager that portd does not use",
+                    metadata: ["fd": "\(extra.fileDescriptor)", "fdname": "\(extra.name)"])
+                LocalSocket.close(extra.fileDescriptor)
+            }
+            if let control {
+                listener = try ControlListener.adopt(control, path: location.path)
+                logger.info(
+                    "serving the control socket passed by the service manager",
+                    metadata: ["fd": "\(control.fileDescriptor)", "fdname": "\(control.name)"])
+            } else {
+                listener = try ControlListener.bind(at: location, userID: userID)
+                logger.info("listening on \(location.path)")
+            }
+        } catch let error as ControlListener.StartError {
+            logger.error("\(error)")
+            return nil
+        } catch {
+            logger.error("cannot take the descriptors passed by the service manager: \(error)")
+            return nil
+        }
+
+        return DaemonSetup(
+            logger: logger, listener: listener, signalDescriptor: signalDescriptor,
+            notifier: SystemdNotifier(), startedAt: startedAt)
+    }
+
+    /// Removes the socket file (when portd created it) and closes the listener.
+    func tearDown() {
+        listener.close()
+    }
+}

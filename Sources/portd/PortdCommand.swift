@@ -1,0 +1,57 @@
+// PortdCommand: portd's command line, parsed by swift-argument-parser:
+// `portd [--socket PATH] [--system | --user] [--version] [--help]`.
+// Parsing only: what the options mean is DaemonPaths' (PortCore) and
+// DaemonSetup's business; `--help` and `--version` exit here.
+
+import ArgumentParser
+import PortCore
+
+extension DaemonInstance: EnumerableFlag {
+    public static func help(for value: DaemonInstance) -> ArgumentHelp? {
+        switch value {
+        case .user: "Run the per-user instance (the default): $XDG_RUNTIME_DIR/portd/portd.sock."
+        case .system: "Run the system instance: \(DaemonPaths.systemSocket)."
+        }
+    }
+}
+
+struct PortdCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "portd",
+        abstract: "The name server for PortCore message ports.",
+        discussion: """
+            portd listens on its control socket and serves clients such as portctl(1) \
+            until SIGTERM or SIGINT, then removes the socket and exits 0. With no \
+            options it runs the per-user instance in the foreground.
+
+            The socket is, first match wins: --socket PATH; $PORTD_SOCKET; \
+            \(DaemonPaths.systemSocket) with --system; $XDG_RUNTIME_DIR/portd/portd.sock; \
+            /tmp/portd-$UID/portd.sock (a private directory, checked). A socket passed by \
+            systemd (portd.socket) is used instead of binding one.
+
+            Environment: PORTD_SOCKET, XDG_RUNTIME_DIR, NOTIFY_SOCKET (READY=1, \
+            STOPPING=1 are sent), LISTEN_FDS/LISTEN_PID/LISTEN_FDNAMES (socket \
+            activation), JOURNAL_STREAM (structured logs), PORTD_LOG_LEVEL.
+
+            Exit status: 0 stopped by SIGTERM or SIGINT; 1 could not start (for \
+            example another portd already serves the socket); 64 usage error.
+            """,
+        version: PortdVersion.current
+    )
+
+    @Option(help: ArgumentHelp("Listen on this socket path (overrides PORTD_SOCKET and the instance).", valueName: "path"))
+    var socket: String?
+
+    @Flag(exclusivity: .exclusive)
+    var instance: DaemonInstance?
+
+    func validate() throws {
+        if let socket {
+            if socket.isEmpty { throw ValidationError("--socket needs a path") }
+            if socket.utf8.count > LocalSocket.maximumPathLength {
+                throw ValidationError(
+                    "--socket path is \(socket.utf8.count) bytes; a socket path holds at most \(LocalSocket.maximumPathLength)")
+            }
+        }
+    }
+}

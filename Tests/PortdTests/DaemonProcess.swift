@@ -1,0 +1,376 @@
+// DaemonProcess: the integration-test harness. It runs the real, built
+// `portd` and `portctl` binaries the way a user or systemd would:
+//   - `Binaries` finds them beside the test bundle (.build/<triple>/debug),
+//     or in $PORTD_BIN_DIR;
+//   - `TemporaryDirectory` gives each test its own short path under /tmp
+//     (a socket path holds at most 107 bytes) and removes it afterwards;
+//   - `NotifySocket` is the test's own NOTIFY_SOCKET: an AF_UNIX datagram
+//     socket in the abstract namespace (no file to clean up), read with a
+//     bounded wait, so "wait for READY=1" is an event, not a sleep;
+//   - `DaemonProcess` starts portd with a clean environment (nothing of the
+//     caller's PORTD_SOCKET, XDG_RUNTIME_DIR, LISTEN_*, JOURNAL_STREAM
+//     leaks in), signals it, and waits for its exit with a bound;
+//   - `runPortctl` runs portctl to completion and returns status and output.
+// Every wait has a generous upper bound (`HarnessTimeout`) that turns a hang
+// into a failing test; none stands in for synchronisation.
+
+import CPortSystem
+import Foundation
+import Glibc
+import Testing
+
+@testable import PortCore
+
+/// The upper bound of every wait in the harness; reaching it is a failure.
+let HarnessTimeout: Duration = .seconds(20)
+
+enum HarnessError: Error, CustomStringConvertible {
+    case missingBinary(String)
+    case timedOut(String)
+    case unexpected(String)
+
+    var description: String {
+        switch self {
+        case .missingBinary(let what): "binary not found: \(what) (run `swift build` first, or set PORTD_BIN_DIR)"
+        case .timedOut(let what): "timed out: \(what)"
+        case .unexpected(let what): what
+        }
+    }
+}
+
+enum Binaries {
+    /// The directory holding the built executables.
+    static let directory: String = {
+        if let explicit = ProcessInfo.processInfo.environment["PORTD_BIN_DIR"], !explicit.isEmpty { return explicit }
+        // The test runner (…/debug/portdPackageTests.xctest) sits beside the executables.
+        let runner = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        return (runner as NSString).deletingLastPathComponent
+    }()
+
+    static func path(_ name: String) throws -> String {
+        let path = "\(directory)/\(name)"
+        guard FileManager.default.isExecutableFile(atPath: path) else { throw HarnessError.missingBinary(path) }
+        return path
+    }
+
+    static var portd: String { get throws { try path("portd") } }
+    static var portctl: String { get throws { try path("portctl") } }
+}
+
+/// A fresh directory under /tmp, removed when the value goes away.
+final class TemporaryDirectory {
+    let path: String
+
+    init() throws {
+        var template = Array("/tmp/portd-test-XXXXXX".utf8CString)
+        guard let made = mkdtemp(&template) else { throw HarnessError.unexpected("mkdtemp failed") }
+        path = String(cString: made)
+    }
+
+    /// `path/name`.
+    func appending(_ name: String) -> String { "\(path)/\(name)" }
+
+    deinit { try? FileManager.default.removeItem(atPath: path) }
+}
+
+/// The test's own NOTIFY_SOCKET.
+final class NotifySocket {
+    let name: String
+    private let fd: Int32
+    private var buffer = [UInt8](repeating: 0, count: 4096)
+    /// Every datagram received so far, in order.
+    private(set) var received: [String] = []
+
+    init() throws {
+        name = "portd-test-notify-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
+        fd = try LocalSocket.make(.datagram)
+        try LocalSocket.bind(fd, abstractName: name)
+    }
+
+    deinit { LocalSocket.close(fd) }
+
+    /// The value for NOTIFY_SOCKET.
+    var address: String { "@\(name)" }
+
+    /// Waits for the next datagram: nil when none came within `timeout`, or
+    /// when `sender` exited first (nothing more can come then).
+    func next(timeout: Duration = HarnessTimeout, from sender: ChildProcess? = nil) throws -> String? {
+        let deadline = MonotonicInstant.now() + timeout
+        while true {
+            switch try LocalSocket.receive(fd, into: &buffer) {
+            case .record(let count, _):
+                let text = String(decoding: buffer[..<count], as: UTF8.self)
+                received.append(text)
+                return text
+            case .endOfStream:
+                continue  // an empty datagram
+            case .wouldBlock:
+                let left = deadline - MonotonicInstant.now()
+                if left <= .zero { return nil }
+                var entries = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
+                if let sender { entries.append(pollfd(fd: sender.exitEvent, events: Int16(POLLIN), revents: 0)) }
+                let ms = Int32(clamping: left.nanosecondsClamped / 1_000_000 + 1)
+                let r = poll(&entries, nfds_t(entries.count), ms)
+                if r < 0 && port_errno() != EINTR { throw HarnessError.unexpected("poll failed") }
+                // A datagram sent just before the exit is still read first.
+                if entries[0].revents == 0 && entries.count > 1 && entries[1].revents != 0 { return nil }
+            }
+        }
+    }
+
+    /// Waits until a datagram contains the line `assignment` (e.g. "READY=1");
+    /// returns that datagram. Fails at once when `sender` exits first.
+    @discardableResult
+    func waitFor(_ assignment: String, from sender: ChildProcess? = nil, timeout: Duration = HarnessTimeout) throws -> String {
+        let deadline = MonotonicInstant.now() + timeout
+        while let message = try next(timeout: deadline - MonotonicInstant.now(), from: sender) {
+            if message.split(separator: "\n").contains(where: { $0 == assignment }) { return message }
+        }
+        if let sender, !sender.isRunning {
+            throw HarnessError.unexpected(
+                "\(assignment) never came: the process exited with \(try sender.waitForExit()): \(sender.standardError)")
+        }
+        throw HarnessError.timedOut("\(assignment) on NOTIFY_SOCKET (got \(received))")
+    }
+}
+
+/// A child process with captured output and a bounded wait for its exit.
+///
+/// Not Foundation's `Process`: on Linux it reaps every child from one
+/// manager thread with a blocking `waitpid`, started when a socket the child
+/// inherited closes; a child that closes stray descriptors (as
+/// systemd-socket-activate does) parks that thread until it exits, and no
+/// other child's exit is seen meanwhile. Here each child has its own reaper
+/// thread, and every descriptor the test process owns is CLOEXEC, so a child
+/// inherits exactly stdin (/dev/null), stdout and stderr (pipes).
+final class ChildProcess: @unchecked Sendable {
+    // `pid`, `executable` and the pipe descriptors are immutable after init.
+    // Protected by `lock`: `exitStatus`, `collectedOutput`, `collectedError`,
+    // `errorPrefix` (the reaper thread writes `exitStatus`; `exited` signals it).
+    let pid: Int32
+    let executable: String
+    private let outputFD: Int32
+    private let errorFD: Int32
+    /// An eventfd that becomes readable when the child has exited (for poll).
+    let exitEvent: Int32
+    private let lock = NSLock()
+    private let exited = DispatchSemaphore(value: 0)
+    private var exitStatus: Int32?
+    private var collectedOutput: String?
+    private var collectedError: String?
+    /// Standard error already read by `waitForStandardError`.
+    private var errorPrefix = ""
+
+    init(executable: String, arguments: [String], environment: [String: String]) throws {
+        self.executable = executable
+        var outPipe: [Int32] = [-1, -1]
+        var errPipe: [Int32] = [-1, -1]
+        guard port_pipe2(&outPipe, O_CLOEXEC) == 0, port_pipe2(&errPipe, O_CLOEXEC) == 0 else {
+            throw HarnessError.unexpected("pipe2 failed")
+        }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_adddup2(&actions, outPipe[1], 1)  // dup2 clears CLOEXEC on the copy
+        posix_spawn_file_actions_adddup2(&actions, errPipe[1], 2)
+
+        // A clean signal state: nothing blocked, SIGPIPE and friends at their defaults.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for signal in [SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGCHLD] { sigaddset(&defaults, signal) }
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+
+        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            envp.forEach { free($0) }
+        }
+        var child: pid_t = 0
+        let r = posix_spawn(&child, executable, &actions, &attributes, argv, envp)
+        close(outPipe[1])
+        close(errPipe[1])
+        guard r == 0 else {
+            close(outPipe[0])
+            close(errPipe[0])
+            throw HarnessError.unexpected("posix_spawn \(executable): \(String(cString: strerror(r)))")
+        }
+        pid = child
+        outputFD = outPipe[0]
+        errorFD = errPipe[0]
+        exitEvent = try EventFD.create()
+        let exitEvent = self.exitEvent
+
+        let reaped = child
+        let reaper = Thread { [self] in
+            var status: Int32 = 0
+            while waitpid(reaped, &status, 0) == -1 && port_errno() == EINTR {}
+            // WIFSIGNALED: low 7 bits are the signal; otherwise the exit code is bits 8-15.
+            let code = status & 0x7f != 0 ? 128 + (status & 0x7f) : (status >> 8) & 0xff
+            lock.withLock { exitStatus = code }
+            exited.signal()
+            try? EventFD.signal(exitEvent)
+        }
+        reaper.start()
+    }
+
+    deinit {
+        close(outputFD)
+        close(errorFD)
+        close(exitEvent)
+    }
+
+    /// The environment of the test process, less everything that would tell
+    /// a child where some other portd or service manager is.
+    static func cleanEnvironment(_ extra: [String: String] = [:]) -> [String: String] {
+        var environment = ProcessInfo.processInfo.environment
+        for key in [
+            "PORTD_SOCKET", "XDG_RUNTIME_DIR", "NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES",
+            "JOURNAL_STREAM", "WATCHDOG_USEC", "WATCHDOG_PID", "PORTD_LOG_LEVEL",
+        ] {
+            environment[key] = nil
+        }
+        environment.merge(extra) { _, new in new }
+        return environment
+    }
+
+    var isRunning: Bool { lock.withLock { exitStatus == nil } }
+
+    func signal(_ signal: Int32) {
+        if isRunning { kill(pid, signal) }
+    }
+
+    /// Waits for the exit and returns the exit status (or 128 + signal).
+    func waitForExit(timeout: Duration = HarnessTimeout) throws -> Int32 {
+        let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
+        if exited.wait(timeout: .now() + seconds) == .timedOut {
+            kill(pid, SIGKILL)
+            throw HarnessError.timedOut("exit of \((executable as NSString).lastPathComponent) pid \(pid)")
+        }
+        exited.signal()  // later waits return at once
+        return lock.withLock { exitStatus! }
+    }
+
+    /// Standard output, complete once the child (and anything that inherited it) has exited.
+    var standardOutput: String {
+        lock.withLock {
+            if collectedOutput == nil { collectedOutput = Self.readToEnd(outputFD) }
+            return collectedOutput!
+        }
+    }
+
+    /// Standard error, complete once the child (and anything that inherited it) has exited.
+    var standardError: String {
+        lock.withLock {
+            if collectedError == nil { collectedError = errorPrefix + Self.readToEnd(errorFD) }
+            return collectedError!
+        }
+    }
+
+    private static func readToEnd(_ fd: Int32) -> String {
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = read(fd, &chunk, chunk.count)
+            if n > 0 {
+                bytes += chunk[..<n]
+            } else if n == 0 || port_errno() != EINTR {
+                return String(decoding: bytes, as: UTF8.self)
+            }
+        }
+    }
+
+    /// Reads standard error until it contains `text` (for a child that keeps running).
+    func waitForStandardError(containing text: String, timeout: Duration = HarnessTimeout) throws {
+        let deadline = MonotonicInstant.now() + timeout
+        var seen = lock.withLock { errorPrefix }
+        var chunk = [UInt8](repeating: 0, count: 1024)
+        while !seen.contains(text) {
+            let left = deadline - MonotonicInstant.now()
+            if try left <= .zero || LocalSocket.wait(errorFD, for: .readable, timeout: left).isEmpty {
+                throw HarnessError.timedOut("\"\(text)\" on standard error (got \(seen))")
+            }
+            let n = read(errorFD, &chunk, chunk.count)
+            if n <= 0 { throw HarnessError.unexpected("standard error closed before \"\(text)\" (got \(seen))") }
+            seen += String(decoding: chunk[..<n], as: UTF8.self)
+            let soFar = seen
+            lock.withLock { errorPrefix = soFar }  // what was read is no longer in the pipe
+        }
+    }
+}
+
+/// A real portd on a socket of the test's own.
+final class DaemonProcess {
+    let child: ChildProcess
+    let socketPath: String
+    let notify: NotifySocket
+
+    /// Starts `portd --socket socketPath` (plus `arguments`) with NOTIFY_SOCKET set.
+    init(socket socketPath: String, arguments: [String] = [], environment: [String: String] = [:]) throws {
+        self.socketPath = socketPath
+        notify = try NotifySocket()
+        child = try ChildProcess(
+            executable: try Binaries.portd, arguments: ["--socket", socketPath] + arguments,
+            environment: ChildProcess.cleanEnvironment(environment.merging(["NOTIFY_SOCKET": notify.address]) { a, _ in a }))
+    }
+
+    /// Starts portd and waits for READY=1.
+    static func started(socket: String, arguments: [String] = [], environment: [String: String] = [:]) throws -> DaemonProcess {
+        let daemon = try DaemonProcess(socket: socket, arguments: arguments, environment: environment)
+        try daemon.notify.waitFor("READY=1", from: daemon.child)
+        return daemon
+    }
+
+    var pid: Int32 { child.pid }
+
+    /// Sends `signal` and returns the exit status.
+    func stop(with signal: Int32 = SIGTERM) throws -> Int32 {
+        child.signal(signal)
+        return try child.waitForExit()
+    }
+
+    deinit {
+        // A test that failed half-way must not leave a daemon behind.
+        if child.isRunning {
+            child.signal(SIGKILL)
+            _ = try? child.waitForExit()
+        }
+    }
+}
+
+/// The outcome of one portctl run.
+struct CommandResult {
+    let status: Int32
+    let standardOutput: String
+    let standardError: String
+}
+
+/// Runs portctl with `arguments` to completion.
+func runPortctl(_ arguments: [String], environment: [String: String] = [:]) throws -> CommandResult {
+    try runToCompletion(try Binaries.portctl, arguments, environment: environment)
+}
+
+/// Runs portd with `arguments` to completion (for runs expected to end by themselves).
+func runPortd(_ arguments: [String], environment: [String: String] = [:]) throws -> CommandResult {
+    try runToCompletion(try Binaries.portd, arguments, environment: environment)
+}
+
+private func runToCompletion(_ executable: String, _ arguments: [String], environment: [String: String]) throws -> CommandResult {
+    let child = try ChildProcess(
+        executable: executable, arguments: arguments, environment: ChildProcess.cleanEnvironment(environment))
+    let status = try child.waitForExit()
+    return CommandResult(status: status, standardOutput: child.standardOutput, standardError: child.standardError)
+}
+
+/// Whether something is at `path` (lstat, no symlink following).
+func exists(_ path: String) -> Bool {
+    (try? FileSystem.status(ofPath: path)) != nil
+}
