@@ -5,7 +5,8 @@
  * A result line is space-separated key=value pairs, always starting with
  * name= cpus= unit=; latencies carry median= p99= mean= (in unit) and
  * ops_per_s=, throughputs carry value= (in unit) and, where bytes move,
- * mb_per_s=. Nothing else is printed on stdout; diagnostics go to stderr.
+ * mb_per_s= (seqpacket_oneway prints its own, with its repetitions).
+ * Nothing else is printed on stdout; diagnostics go to stderr.
  * Header-only (static inline functions) so each program is one `cc` command.
  *
  * Placement (BENCH_CPUS): on a VM, waking a process on an idle other CPU
@@ -74,14 +75,6 @@ static inline void report_latency(const char *name, uint64_t *ns, size_t n, cons
     printf("name=%s cpus=%s unit=us median=%.3f p99=%.3f mean=%.3f ops_per_s=%.0f n=%zu%s%s\n",
            name, placement(), ns[n / 2] / 1e3, ns[p99] / 1e3, mean / 1e3, 1e9 / mean, n,
            extra ? " " : "", extra ? extra : "");
-    fflush(stdout);
-}
-
-/* One throughput line: `count` messages of `bytes` each in `elapsed_ns`. */
-static inline void report_throughput(const char *name, uint64_t count, size_t bytes, uint64_t elapsed_ns) {
-    double s = elapsed_ns / 1e9;
-    printf("name=%s cpus=%s unit=msg/s value=%.0f mb_per_s=%.1f n=%llu\n",
-           name, placement(), count / s, count * (double)bytes / s / 1e6, (unsigned long long)count);
     fflush(stdout);
 }
 

@@ -10,8 +10,9 @@
  *   loop does, in epoll_wait followed by recv until EAGAIN;
  *   8 senders, 64 B, one epoll receiver draining whichever is ready.
  *
- * Usage: seqpacket_oneway [MESSAGES]   (per case, default 200000, times
- * BENCH_SCALE). The receiver is party 0, every sender party 1.
+ * Usage: seqpacket_oneway [MESSAGES]   (per run, default 60000, times
+ * BENCH_SCALE; 5 runs per case, the median reported). The receiver is
+ * party 0, every sender party 1.
  */
 #include "bench.h"
 
@@ -37,7 +38,8 @@ static void sender(int fd, int go, size_t size, uint64_t count) {
     }
 }
 
-static void run(int senders, size_t size, int use_epoll, uint64_t per_sender) {
+/* One timed run; returns the nanoseconds from the start signal to the last record. */
+static uint64_t run(int senders, size_t size, int use_epoll, uint64_t per_sender) {
     int fds[MAX_SENDERS], go[2];
     pid_t pids[MAX_SENDERS];
     if (pipe2(go, O_CLOEXEC) < 0) die("pipe2");
@@ -112,20 +114,35 @@ static void run(int senders, size_t size, int use_epoll, uint64_t per_sender) {
         close(fds[s]);
     }
     if (ep >= 0) close(ep);
+    return elapsed;
+}
 
+/* REPS runs of one case; reports the median run (throughput is noisier than
+ * latency: one preempted sender skews a whole run), and the slowest and
+ * fastest as min_per_s= and max_per_s=. */
+#define REPS 5
+static void measure(int senders, size_t size, int use_epoll, uint64_t per_run) {
+    uint64_t per_sender = per_run / (uint64_t)senders, elapsed[REPS];
+    for (int r = 0; r < REPS; r++) elapsed[r] = run(senders, size, use_epoll, per_sender);
+    qsort(elapsed, REPS, sizeof elapsed[0], cmp_u64);
     char name[96];
     snprintf(name, sizeof name, "c.seqpacket.oneway.%s.%dto1.%s",
              size == 64 ? "64B" : "4KiB", senders, use_epoll ? "epoll" : "blocking");
-    report_throughput(name, total, size, elapsed);
+    uint64_t count = per_sender * (uint64_t)senders;
+    printf("name=%s cpus=%s unit=msg/s value=%.0f mb_per_s=%.1f n=%llu reps=%d min_per_s=%.0f max_per_s=%.0f\n",
+           name, placement(), count / (elapsed[REPS / 2] / 1e9),
+           count * (double)size / (elapsed[REPS / 2] / 1e9) / 1e6, (unsigned long long)count, REPS,
+           count / (elapsed[REPS - 1] / 1e9), count / (elapsed[0] / 1e9));
+    fflush(stdout);
 }
 
 int main(int argc, char **argv) {
     pin_party(0);
-    uint64_t messages = scaled(argc > 1 ? strtoul(argv[1], NULL, 10) : 200000);
-    run(1, 64, 0, messages);
-    run(1, 64, 1, messages);
-    run(1, 4096, 0, messages);
-    run(1, 4096, 1, messages);
-    run(8, 64, 1, messages / 8);
+    uint64_t messages = scaled(argc > 1 ? strtoul(argv[1], NULL, 10) : 60000);
+    measure(1, 64, 0, messages);
+    measure(1, 64, 1, messages);
+    measure(1, 4096, 0, messages);
+    measure(1, 4096, 1, messages);
+    measure(8, 64, 1, messages);
     return 0;
 }
