@@ -1,0 +1,44 @@
+// Benchmarks: the list of PortCore benchmarks and how they are chosen. Each
+// entry prints one or more result lines (see Report). Arguments are
+// substrings; a benchmark runs when its name contains any of them (all run
+// when none is given). Iteration counts scale with BENCH_SCALE (e.g. 0.1
+// for a smoke run), as in the C baselines. Ports (issue 3) add entries here.
+
+import Glibc
+
+struct Benchmark: Sendable {
+    let name: String
+    let run: @Sendable () -> Void
+}
+
+enum Benchmarks {
+    static func scaled(_ n: Int) -> Int {
+        guard let raw = getenv("BENCH_SCALE"), let factor = Double(String(cString: raw)) else { return n }
+        return max(10, Int(Double(n) * factor))
+    }
+
+    static let all: [Benchmark] = [
+        Benchmark(name: "runloop.wakeup.signal") { WakeUpLatency.run(.signal, iterations: scaled(5000)) },
+        Benchmark(name: "runloop.wakeup.perform") { WakeUpLatency.run(.perform, iterations: scaled(5000)) },
+        Benchmark(name: "runloop.timer.lateness") { TimerLateness.run(iterations: scaled(500)) },
+        Benchmark(name: "runloop.pass.idle1") { PassCost.run(idle: 1, samples: scaled(2000)) },
+        Benchmark(name: "runloop.pass.idle10000") { PassCost.run(idle: 10_000, samples: scaled(2000)) },
+    ]
+
+    /// Runs the benchmarks chosen by `arguments` (without the program name).
+    static func main(_ arguments: [String]) -> Int32 {
+        if arguments.contains("--help") || arguments.contains("-h") {
+            print("usage: portcore-bench [--list] [SUBSTRING...]   (env: BENCH_CPUS=same|split, BENCH_SCALE)")
+            return 0
+        }
+        if arguments.contains("--list") {
+            for b in all { print(b.name) }
+            return 0
+        }
+        let chosen = all.filter { b in arguments.isEmpty || arguments.contains { b.name.contains($0) } }
+        if chosen.isEmpty { Report.fail("no benchmark matches \(arguments)") }
+        Placement.pin(party: 0)
+        for b in chosen { b.run() }
+        return 0
+    }
+}

@@ -1,0 +1,10 @@
+// portcore-bench: PortCore's benchmarks (run-loop figures of issue 2 today;
+// ports of issue 3 later), printing result lines for scripts/bench, which
+// sets their ratios to the C baselines of Benchmarks/c. Not a test: build
+// and run it with scripts/bench. All work happens in Benchmarks.main, which
+// is nonisolated: closures made here, in main-actor top-level code, must not
+// reach other threads (TOOLCHAIN.md).
+
+import Glibc
+
+exit(Benchmarks.main(Array(CommandLine.arguments.dropFirst())))
