@@ -47,6 +47,8 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     private var scheduled: [(loop: PCRunLoop, mode: PCRunLoop.Mode)] = []
     private var valid = true
     private var invalidationHandlers: [() -> Void] = []
+    private var disconnectHandler: ((UInt64) -> Void)?
+    private var nextConnectionID: UInt64 = 1
     private let transport: MessageTransport
     let listeningFD: Int32?
     public let limits: PortLimits
@@ -92,6 +94,11 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     /// Called on the loop thread when a connection misbehaves (it is closed).
     public func onError(_ h: ((PortError) -> Void)?) { lock.withLock { errorHandler = h } }
 
+    /// Called on the loop thread, in the pass that sees it, when a
+    /// connection (a right's holder) hangs up or is closed for misbehaving,
+    /// with the `connectionID` its messages carried.
+    public func onDisconnect(_ h: ((UInt64) -> Void)?) { lock.withLock { disconnectHandler = h } }
+
     /// Whether the port can receive.
     public var isValid: Bool { lock.withLock { valid } }
 
@@ -122,9 +129,13 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     private func addConnection(_ connection: ConnectionDescriptor) throws(PortError) {
         // The source's closure owns the connection: the descriptor closes
         // when the source is gone and no reply right still holds it.
+        let id = lock.withLock { () -> UInt64 in
+            defer { nextConnectionID += 1 }
+            return nextConnectionID
+        }
         let source = PortSource(fileDescriptor: connection.fd, events: .readable, closesOnInvalidate: false) {
             [weak self] s in
-            self?.serve(s, connection)
+            self?.serve(s, connection, id)
         }
         let targets: [(PCRunLoop, PCRunLoop.Mode)]? = lock.withLock {
             guard valid else { return nil }
@@ -145,11 +156,13 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
         }
     }
 
-    private func dropConnection(_ source: PortSource) {
-        lock.withLock {
+    private func dropConnection(_ source: PortSource, id: UInt64? = nil) {
+        let h: ((UInt64) -> Void)? = lock.withLock {
             if connections[source.fileDescriptor] === source { connections[source.fileDescriptor] = nil }
+            return disconnectHandler
         }
         source.invalidate()
+        if let id { h?(id) }
     }
 
     // MARK: Scheduling
@@ -239,24 +252,25 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     }
 
     /// Reads every record queued on one connection and delivers each.
-    private func serve(_ source: PortSource, _ connection: ConnectionDescriptor) {
+    private func serve(_ source: PortSource, _ connection: ConnectionDescriptor, _ id: UInt64) {
         while source.isValid {
             let received: MessageTransport.Received
             do {
                 received = try transport.receive(on: connection.fd)
             } catch {
-                fail(source, error)
+                fail(source, error, id)
                 return
             }
             switch received {
             case .wouldBlock:
                 return
             case .closed:
-                dropConnection(source)
+                dropConnection(source, id: id)
                 return
-            case .message(let message, let replyExpected):
+            case .message(var message, let replyExpected):
+                message.connectionID = id
                 if replyExpected {
-                    deliverRequest(message, source, connection)
+                    deliverRequest(message, source, connection, id)
                 } else {
                     _ = deliver(message)
                 }
@@ -271,7 +285,9 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     }
 
     /// A request: its one-shot reply right is this very connection.
-    private func deliverRequest(_ request: PCPortMessage, _ source: PortSource, _ connection: ConnectionDescriptor) {
+    private func deliverRequest(
+        _ request: PCPortMessage, _ source: PortSource, _ connection: ConnectionDescriptor, _ id: UInt64
+    ) {
         var replyRight = SendRight(connection: connection, oneShotReply: true, limits: limits)
         var message = request
         message.replyPort = replyRight
@@ -281,13 +297,13 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
         // Kept by the handler (to answer later) unless we hold the only reference.
         let deferred = !isKnownUniquelyReferenced(&replyRight)
         if let error = replyRight.answer(reply, requestID: msgid, deferred: deferred, using: transport) {
-            fail(source, error)
+            fail(source, error, id)
         }
     }
 
-    private func fail(_ source: PortSource, _ error: PortError) {
+    private func fail(_ source: PortSource, _ error: PortError, _ id: UInt64) {
         logger.warning("closing a connection to \(self): \(error)")
-        dropConnection(source)
+        dropConnection(source, id: id)
         let h = lock.withLock { errorHandler }
         h?(error)
     }

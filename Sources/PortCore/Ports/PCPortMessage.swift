@@ -49,12 +49,17 @@ public struct PCPortMessage: @unchecked Sendable {
     public var replyPort: SendRight?
     /// Who sent the message, as the kernel reported it. Nil on messages built locally.
     public internal(set) var sender: Credentials?
+    /// Which of the receiving port's connections (rights) the message came
+    /// in on; unique per port for the port's lifetime. See
+    /// `PCPort.onDisconnect`. Nil on messages built locally.
+    public internal(set) var connectionID: UInt64?
 
     public init(msgid: UInt32, components: [Component] = [], replyPort: SendRight? = nil) {
         self.msgid = msgid
         self.components = components
         self.replyPort = replyPort
         self.sender = nil
+        self.connectionID = nil
     }
 
     /// A message with data components from strings (UTF-8).
