@@ -271,6 +271,11 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
                 message.connectionID = id
                 if replyExpected {
                     deliverRequest(message, source, connection, id)
+                    // A requester waits for this reply before it sends again,
+                    // so the connection is most likely empty: skip the read
+                    // that would only say EAGAIN. If more is queued after all,
+                    // level-triggered epoll reports it in the next pass.
+                    return
                 } else {
                     _ = deliver(message)
                 }

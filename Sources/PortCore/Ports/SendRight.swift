@@ -65,7 +65,7 @@ public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvert
     }
 
     /// The private mode a request runs the loop in.
-    var replyMode: PCRunLoop.Mode { PCRunLoop.Mode("org.portd.reply.\(id)") }
+    private(set) lazy var replyMode = PCRunLoop.Mode("org.portd.reply.\(id)")
 
     public var description: String { "SendRight(fd: \(fd))" }
     public static func == (a: SendRight, b: SendRight) -> Bool { a === b }
