@@ -146,6 +146,66 @@ import Testing
         #expect(all.contains("gone: mortal"))
     }
 
+    @Test func aWorkerKilledWithSIGKILLIsReportedGone() throws {
+        let serverPort = PCPort()
+        let gone = Completion()
+        let checkedIn = Completion()
+        let server = LoopThread { loop in
+            let checkIns = CheckInServer(loop: loop, mode: .default, onCheckIn: { _ in checkedIn.signal() },
+                                         onWorkerGone: { _ in gone.signal() })
+            checkIns.serve(serverPort)
+            try! serverPort.schedule(in: loop, forMode: .default)
+            loop.add(PCTimer(fireAt: .distantFuture) { _ in }, forMode: .default)
+            loop.run(mode: .default, timeout: .seconds(60))
+        }
+        server.go()
+        var out: [Int32] = [0, 0]
+        #expect(pipe(&out) == 0)
+        let right = try serverPort.makeSendRight()
+        let pid = PeerProcess.spawn(
+            ["python3", PeerProcess.fixtures + "/port_peer.py", "checkin-and-wait", "victim"],
+            passing: right.fd, stdoutFD: out[1])
+        close(out[1])
+        right.invalidate()
+        var ready = [UInt8](repeating: 0, count: 6)
+        #expect(read(out[0], &ready, 6) == 6)  // "ready\n": checked in and alive
+        close(out[0])
+        #expect(checkedIn.wait(timeout: .seconds(30)))
+        kill(pid, SIGKILL)
+        #expect(PeerProcess.wait(pid) == 128 + SIGKILL)
+        #expect(gone.wait(timeout: .seconds(30)), "the server was not told the killed worker's port is gone")
+        server.loop.stop()
+        server.join()
+        serverPort.invalidate()
+    }
+
+    @Test func anUnsealedMemfdIsRefusedAndOnlyThatConnectionClosed() throws {
+        let errors = Recorder()
+        let received = Recorder()
+        let got = Completion()
+        let failed = Completion()
+        let served = try ServedPort { m in
+            received.add(m.components.first?.string ?? "")
+            got.signal()
+            return nil
+        }
+        served.port.onError { e in
+            errors.add("\(e)")
+            failed.signal()
+        }
+        defer { served.stop() }
+        let hostile = try served.port.makeSendRight()
+        let pid = PeerProcess.spawn(["python3", PeerProcess.fixtures + "/port_peer.py", "unsealed-memfd"], passing: hostile.fd)
+        #expect(PeerProcess.wait(pid) == 0)
+        #expect(failed.wait(timeout: .seconds(30)))
+        #expect(errors.all.first?.contains("large component refused") == true)
+        #expect(received.all.isEmpty)
+        let good = try served.port.makeSendRight()
+        #expect(try good.send(PCPortMessage(msgid: 1, strings: ["still served"])) == .sent)
+        #expect(got.wait(timeout: .seconds(30)))
+        #expect(received.all == ["still served"])
+    }
+
     // MARK: Swift concurrency
 
     @Test func messagesAsAnAsyncSequenceAndAnAsyncRequest() async throws {

@@ -57,7 +57,7 @@ enum PortBenchmarks {
         }
         right.invalidate()
         server.stop()
-        Report.latency("portcore.port.roundtrip.\(bytes)", samples)
+        Report.latency("portcore.port.rtt.\(bytes == 1024 ? "1KiB" : "\(bytes)B")", samples)
     }
 
     static func oneWay(bytes: Int, count: Int, senders: Int) {
@@ -88,7 +88,8 @@ enum PortBenchmarks {
         for r in rights { r.invalidate() }
         server.stop()
         close(done)
-        let name = senders == 1 ? "portcore.port.oneway.\(bytes)" : "portcore.port.oneway.\(bytes).\(senders)senders"
+        let size = bytes == 4096 ? "4KiB" : "\(bytes)B"
+        let name = "portcore.port.oneway.\(size).\(senders)to1"
         Report.throughput(name, count: UInt64(count), bytes: bytes, elapsedNanoseconds: elapsed)
     }
 
@@ -121,6 +122,6 @@ enum PortBenchmarks {
         right.invalidate()
         server.stop()
         close(done)
-        Report.latency("portcore.port.memfd.\(megabytes)mib", samples)
+        Report.latency("portcore.port.memfd.\(megabytes)MiB", samples)
     }
 }
