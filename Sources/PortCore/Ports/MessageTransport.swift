@@ -188,19 +188,19 @@ final class MessageTransport {
             closeRest()
             throw .wire(error)
         }
-        var message = PCPortMessage(msgid: view.msgid)
-        message.sender = parsed.credentials
-        message.components.reserveCapacity(view.componentCount)
+        var replyPort: SendRight?
         if let r = view.replyPort {
-            message.replyPort = SendRight(adopting: r)
+            replyPort = SendRight(adopting: r)
             adopted += 1
         }
+        var components: [PCPortMessage.Component] = []
+        components.reserveCapacity(view.componentCount)
         for c in view.components {
             switch c {
             case .data(let bytes):
-                message.components.append(.data(Array(bytes)))
+                components.append(.data(Array(bytes)))
             case .port(let pfd):
-                message.components.append(.port(SendRight(adopting: pfd)))
+                components.append(.port(SendRight(adopting: pfd)))
                 adopted += 1
             case .largeData(let memfd, let length):
                 do {
@@ -211,13 +211,15 @@ final class MessageTransport {
                 }
                 adopted += 1  // SharedMemory owns it from here, even when mapping fails
                 do {
-                    message.components.append(.sharedMemory(try SharedMemory(adopting: memfd, length: length)))
+                    components.append(.sharedMemory(try SharedMemory(adopting: memfd, length: length)))
                 } catch {
                     closeRest()
                     throw .system(error)
                 }
             }
         }
+        var message = PCPortMessage(msgid: view.msgid, components: components, replyPort: replyPort)
+        message.sender = parsed.credentials
         return .message(message, replyExpected: view.flags.contains(.replyExpected))
     }
 }
