@@ -167,9 +167,12 @@ import Testing
             passing: right.fd, stdoutFD: out[1])
         close(out[1])
         right.invalidate()
-        var ready = [UInt8](repeating: 0, count: 6)
-        #expect(read(out[0], &ready, 6) == 6)  // "ready\n": checked in and alive
+        // "ready\n" once it has checked in; a pipe may hand it over in pieces.
+        var line: [UInt8] = []
+        var byte: UInt8 = 0
+        while line.last != UInt8(ascii: "\n"), read(out[0], &byte, 1) == 1 { line.append(byte) }
         close(out[0])
+        #expect(String(decoding: line, as: UTF8.self) == "ready\n")
         #expect(checkedIn.wait(timeout: .seconds(30)))
         kill(pid, SIGKILL)
         #expect(PeerProcess.wait(pid) == 128 + SIGKILL)
