@@ -137,8 +137,11 @@ import Testing
         let serverPort = PCPort()
         let gone = Completion()
         let checkedIn = Completion()
-        let server = startCheckInServer(
-            serverPort, onCheckIn: { _ in checkedIn.signal() }, onWorkerGone: { _ in gone.signal() })
+        let workerRight = Mutex<SendRight?>(nil)
+        let server = startCheckInServer(serverPort, onCheckIn: { w in
+            workerRight.withLock { $0 = w.port }
+            checkedIn.signal()
+        }, onWorkerGone: { _ in gone.signal() })
         let (pid, outFD) = try spawnWorker(serverPort, "checkin-and-wait", "victim")
         // "ready\n" once it has checked in; a pipe may hand it over in pieces.
         var line: [UInt8] = []
@@ -150,6 +153,9 @@ import Testing
         kill(pid, SIGKILL)
         #expect(PeerProcess.wait(pid) == 128 + SIGKILL)
         #expect(gone.wait(timeout: .seconds(30)), "the server was not told the killed worker's port is gone")
+        // And a send to it is an error at once, not a hang and not SIGPIPE.
+        let right = try #require(workerRight.withLock { $0 })
+        #expect(try right.send(PCPortMessage(msgid: 1), timeout: .seconds(5)) == .receiverGone)
         server.loop.stop()
         server.join()
         serverPort.invalidate()
