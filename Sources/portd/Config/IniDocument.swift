@@ -43,9 +43,8 @@ struct IniDocument: Equatable, Sendable {
     init(parsing text: String, file: String) throws(ConfigurationError) {
         self.file = file
         sections = []
-        var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map { line in
-            line.hasSuffix("\r") ? line.dropLast() : line
-        }
+        // "\r\n" is one Character in Swift, so split on both.
+        var lines = text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" })
         if let first = lines.first, first.hasPrefix("\u{FEFF}") { lines[0] = first.dropFirst() }
 
         var index = 0
