@@ -5,7 +5,8 @@
 // because a missing configuration file means "use the defaults"; a file is
 // read through one descriptor (open, fstat, read), so what is checked (a
 // regular file, no larger than the caller's bound) is what is read; the
-// descriptor is CLOEXEC and closed before returning. A directory listing
+// descriptor is CLOEXEC and NONBLOCK (a FIFO in place of a file is refused,
+// never waited on) and closed before returning. A directory listing
 // leaves out "." and ".." and is in no particular order (callers sort).
 
 import CPortSystem
@@ -21,7 +22,8 @@ extension FileSystem {
     package static func contents(ofFile path: String, maximumBytes: Int) throws(SystemCallError) -> [UInt8]? {
         let fd: Int32
         do {
-            fd = try SystemCall.must("open(\(path))") { open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY) }
+            // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer.
+            fd = try SystemCall.must("open(\(path))") { open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK) }
         } catch where error.errno == .noSuchFileOrDirectory {
             return nil
         }

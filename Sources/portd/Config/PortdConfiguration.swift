@@ -34,6 +34,14 @@ struct PortdConfiguration: Equatable, Sendable {
         try load(file: file, dropInDirectory: dropInDirectory, requireFile: false, accounts: SystemAccountDatabase())
     }
 
+    /// Loads the files `paths` names (see ConfigurationPaths); with
+    /// `requireFile` (an explicit `--config`), the main file must exist.
+    static func load(_ paths: ConfigurationPaths, requireFile: Bool = false) throws(ConfigurationError) -> PortdConfiguration {
+        try load(
+            file: paths.file, dropInDirectory: paths.dropInDirectory, requireFile: requireFile,
+            accounts: SystemAccountDatabase())
+    }
+
     /// As `load(file:dropInDirectory:)`; with `requireFile`, a missing
     /// `file` is an error (for an explicit `--config`).
     static func load(

@@ -310,7 +310,7 @@ private func write(_ text: String, to path: String) throws {
         try write("[Limits]\nMaxClients=99\n", to: "\(dropIns)/30-ignored.conf.disabled")
         try write("[Limits]\nMaxClients=99\n", to: "\(dropIns)/.40-hidden.conf")
 
-        let c = try PortdConfiguration.load(file: file, dropInDirectory: dropIns)
+        let c = try PortdConfiguration.load(ConfigurationPaths(file: file))
         #expect(c.sources == [file] + ["10-first", "20-second", "B-upper", "a-lower"].map { "\(dropIns)/\($0).conf" })
         #expect(c.limits.maxClients == 50)
         #expect(c.limits.namesPerClient == 20)
