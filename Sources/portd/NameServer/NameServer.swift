@@ -286,6 +286,7 @@ final class NameServer {
         case .waiting(let lookup):
             waitingLookups[lookup.id] = replyPort  // answered later: the reply right stays with us
             rearmDeadlineTimer()
+            logger.debug("lookup waits for \(name)", metadata: c.who)
             return nil
         case .limit(let exceeded):
             return refuse(c, .limit, exceeded.description)
