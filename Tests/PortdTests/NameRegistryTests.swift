@@ -94,6 +94,7 @@ private func change(_ outcome: NameRegistry.RegisterOutcome) -> OwnerChange? {
         #expect(r.queue(of: name("svc")).map(\.client) == [2, 3])
         // Asking again changes nothing: same place, same ticket.
         #expect(r.register("svc", by: 2) == .queued(second, position: 1))
+        #expect(r.register("svc", by: 2, [.doNotQueue], canQueue: false) == .queued(second, position: 1))
         // The owner asking again is told it owns it.
         #expect(r.register("svc", by: 1) == .alreadyOwned(first.new!))
         // LIST shows the queue length.

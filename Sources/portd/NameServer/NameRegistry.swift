@@ -119,7 +119,8 @@ struct NameRegistry {
     enum RegisterOutcome: Equatable, Sendable {
         /// The requester owns the name now (`change.new`).
         case registered(OwnerChange)
-        /// The requester waits in the queue, at `position` (1 is next).
+        /// The requester waits in the queue, at `position` (1 is next); a
+        /// client already waiting is told so again, whatever its options.
         case queued(NameOwner, position: Int)
         /// Someone owns the name (possibly the requester itself) and the
         /// request may not queue or replace.
@@ -292,8 +293,8 @@ struct NameRegistry {
                     name: name, kind: .replaced, old: old, new: candidate, watchers: watchers(of: name),
                     answeredLookups: []))
         }
-        if options.contains(.doNotQueue) || !canQueue { return .alreadyOwned(entry.owner) }
         if let queuedAt { return .queued(entry.queue[queuedAt], position: queuedAt + 1) }
+        if options.contains(.doNotQueue) || !canQueue { return .alreadyOwned(entry.owner) }
         if record.names.count >= limits.namesPerClient { return .limit(.namesPerClient(limits.namesPerClient)) }
         record.names.insert(name)
         clients[client] = record

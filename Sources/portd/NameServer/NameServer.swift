@@ -227,6 +227,8 @@ final class NameServer {
             logger.error("cannot create a port socket: \(error)", metadata: c.who)
             return NameServerReply.error(c.msgid, .internal, "portd cannot create the port's socket: \(error)")
         }
+        // A client that waited in the queue and now replaces the owner leaves the queue.
+        let queuedTicket = registry.queue(of: name).first { $0.client == c.client }?.ticket
         let outcome = registry.register(
             name, client: c.client, credentials: c.sender, options: options, canQueue: notifyPort != nil,
             now: WallClock.unixMilliseconds())
@@ -236,7 +238,7 @@ final class NameServer {
             switch outcome {
             case .queued(let entry, let position):
                 if acquirePorts[entry.ticket] == nil { acquirePorts[entry.ticket] = notifyPort }
-                logger.info("\(name) queued at position \(position)", metadata: c.who)
+                logger.debug("\(name) queued at position \(position)", metadata: c.who)
                 return NameServerReply.words(c.msgid, "queued")
             case .alreadyOwned(let owner):
                 return NameServerReply.words(
@@ -247,6 +249,7 @@ final class NameServer {
                 preconditionFailure("handled above")
             }
         }
+        if let queuedTicket { acquirePorts[queuedTicket] = nil }
         let listening = SendRight(adopting: socket.fd)  // closes portd's copy once the reply is sent
         apply(change, requesterSocket: socket.file)
         return NameServerReply.make(c.msgid, [.text("registered"), .port(listening)])
@@ -260,7 +263,7 @@ final class NameServer {
             return NameServerReply.words(c.msgid, "released")
         case .leftQueue(let entry):
             acquirePorts[entry.ticket] = nil
-            logger.info("left the queue of \(name)", metadata: c.who)
+            logger.debug("left the queue of \(name)", metadata: c.who)
             return NameServerReply.words(c.msgid, "released")
         case .notOwner:
             return NameServerReply.words(c.msgid, "not-owner")
@@ -479,7 +482,7 @@ final class NameServer {
         var metadata: Logger.Metadata = ["name": "\(change.name)", "event": "\(change.kind.rawValue)"]
         if let old = change.old { metadata["old_pid"] = "\(old.credentials.pid)" }
         if let new = change.new { metadata["new_pid"] = "\(new.credentials.pid)"; metadata["new_uid"] = "\(new.credentials.uid)" }
-        logger.info("\(change.name) \(change.kind.rawValue)", metadata: metadata)
+        logger.debug("\(change.name) \(change.kind.rawValue)", metadata: metadata)
     }
 
     // MARK: - Clients that go, lookups that expire
