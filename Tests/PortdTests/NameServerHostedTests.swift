@@ -52,6 +52,36 @@ private func name(_ s: String) -> PortName { try! PortName(validating: s) }
         #expect(try client.request(MessageID.owner, ["org.example.declared"]).words.prefix(2) == ["ok", "pid=\(getpid())"])
     }
 
+    @Test func killNineOfTheOwnerIsHandledInThePassThatSeesTheHangUp() throws {
+        let host = try HostedNameServer(NameServerSettings(onlyUID: getuid()))
+        defer { host.stop() }
+        let loop = TestLoop()
+        defer { loop.stop() }
+        let child = try NameServerFixture.start(["register", host.socketPath, "org.example.mortal"])
+        defer { if child.isRunning { child.signal(SIGKILL) } }
+        try child.waitForStandardError(containing: "registered")
+        let watcher = try NameClient(socket: host.socketPath)
+        let events = try Inbox(on: loop)
+        _ = try watcher.watch("org.example.mortal", inbox: events)
+        let heir = try NameClient(socket: host.socketPath)
+        let acquired = try Inbox(on: loop)
+        #expect(try heir.register("org.example.mortal", notify: acquired).words == ["queued"])
+        host.markPasses()
+
+        child.signal(SIGKILL)
+        #expect(events.next()?.words.prefix(2) == ["org.example.mortal", "released"])
+        #expect(acquired.next()?.msgid == MessageID.nameAcquired)
+        // One pass: the hang-up is seen ("client gone"), the name changes hands
+        // (NAME_ACQUIRED, then the change is logged and watchers are told)
+        // with no pass boundary in between.
+        let lines = host.log.all
+        let gone = try #require(lines.firstIndex { $0.contains("client gone") && $0.contains("released=1") })
+        let changed = try #require(lines.firstIndex { $0.contains("org.example.mortal released") })
+        #expect(gone < changed)
+        #expect(!lines[gone...changed].contains(HostedNameServer.passMarker), "\(lines[gone...changed])")
+        #expect(lines[..<gone].contains(HostedNameServer.passMarker), "the marker works")
+    }
+
     @Test func checkInIsForTheDeclaredUIDOnly() throws {
         var settings = NameServerSettings(onlyUID: nil)
         let other = getuid() &+ 4242

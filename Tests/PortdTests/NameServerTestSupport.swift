@@ -275,6 +275,18 @@ final class HostedNameServer: @unchecked Sendable {
     /// The socket files in the port directory.
     var portFiles: [String] { ((try? FileSystem.entries(ofDirectory: portDirectory.path)) ?? []).sorted() }
 
+    /// The log line written at the start of every pass of the server's loop
+    /// (before-timers) once `markPasses()` was called.
+    static let passMarker = "--- run-loop pass"
+
+    /// Writes `passMarker` into the log at every pass of the server's loop,
+    /// so a test can tell which log lines one pass produced.
+    func markPasses() {
+        let log = self.log
+        thread.loop.add(
+            RunLoopObserver(activities: .beforeTimers) { _, _ in log.add(HostedNameServer.passMarker) }, forMode: .default)
+    }
+
     func stop() {
         if stopped { return }
         stopped = true
