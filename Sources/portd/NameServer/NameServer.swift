@@ -265,10 +265,9 @@ final class NameServer {
             acquirePorts[entry.ticket] = nil
             logger.debug("left the queue of \(name)", metadata: c.who)
             return NameServerReply.words(c.msgid, "released")
-        case .notOwner:
+        case .notOwner, .notFound:
+            // Nobody owning the name is not the client owning it either (the contract's two words).
             return NameServerReply.words(c.msgid, "not-owner")
-        case .notFound:
-            return NameServerReply.error(c.msgid, .notFound, "no port is registered as \(name)")
         }
     }
 
