@@ -67,6 +67,9 @@ private func name(_ s: String) -> PortName { try! PortName(validating: s) }
         let acquired = try Inbox(on: loop)
         #expect(try heir.register("org.example.mortal", notify: acquired).words == ["queued"])
         host.markPasses()
+        // A request makes the server's loop begin a new pass after the marker
+        // is in place, so the pass that sees the hang-up is marked too.
+        #expect(try watcher.request(MessageID.status).words.first == "ok")
 
         child.signal(SIGKILL)
         #expect(events.next()?.words.prefix(2) == ["org.example.mortal", "released"])
