@@ -44,30 +44,4 @@ extension FileSystem {
             bytes += chunk[..<n]
         }
     }
-
-    /// The names in the directory at `path`, without "." and "..", or nil
-    /// when nothing is there. The corresponding C functions are `opendir`,
-    /// `readdir` and `closedir`.
-    package static func entries(ofDirectory path: String) throws(SystemCallError) -> [String]? {
-        guard let directory = opendir(path) else {
-            let e = port_errno()
-            if e == ENOENT { return nil }
-            throw SystemCallError(call: "opendir(\(path))", errno: Errno(rawValue: e))
-        }
-        defer { closedir(directory) }
-        var names: [String] = []
-        while true {
-            // readdir returns NULL both at the end and on error; only errno tells them apart.
-            errno = 0
-            guard let entry = readdir(directory) else {
-                let e = port_errno()
-                if e == 0 { return names }
-                throw SystemCallError(call: "readdir(\(path))", errno: Errno(rawValue: e))
-            }
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-            }
-            if name != "." && name != ".." { names.append(name) }
-        }
-    }
 }

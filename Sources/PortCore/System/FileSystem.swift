@@ -106,12 +106,17 @@ package enum FileSystem {
     }
 
     /// The names of the entries of directory `path`, without "." and "..",
-    /// in no particular order. A final symlink is not followed (ELOOP). The
-    /// corresponding C functions are `open(O_DIRECTORY | O_NOFOLLOW)`,
-    /// `fdopendir`, `readdir` and `closedir`.
-    package static func entries(ofDirectory path: String) throws(SystemCallError) -> [String] {
-        let fd = try SystemCall.must("open(\(path), O_DIRECTORY)") {
-            open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+    /// in no particular order, or nil when nothing is there. A final
+    /// symlink is not followed (ELOOP). The corresponding C functions are
+    /// `open(O_DIRECTORY | O_NOFOLLOW)`, `fdopendir`, `readdir` and `closedir`.
+    package static func entries(ofDirectory path: String) throws(SystemCallError) -> [String]? {
+        let fd: Int32
+        do {
+            fd = try SystemCall.must("open(\(path), O_DIRECTORY)") {
+                open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            }
+        } catch where error.errno == .noSuchFileOrDirectory {
+            return nil
         }
         guard let stream = fdopendir(fd) else {
             let e = port_errno()

@@ -85,7 +85,7 @@ final class PortDirectory {
             }
             if let reason = problem(with: status, userID: userID) { throw Problem.notPrivate(path: path, reason: reason) }
             var removed = 0
-            for name in try FileSystem.entries(ofDirectory: path) {
+            for name in try FileSystem.entries(ofDirectory: path) ?? [] {
                 let entry = "\(path)/\(name)"
                 if try FileSystem.status(ofPath: entry)?.kind == .socket, try FileSystem.remove(entry) { removed += 1 }
             }

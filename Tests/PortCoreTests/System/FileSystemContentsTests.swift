@@ -51,7 +51,7 @@ import Testing
         try FileManager.default.createDirectory(atPath: "\(dir)/sub", withIntermediateDirectories: false)
         #expect(try FileSystem.entries(ofDirectory: dir)?.sorted() == [".hidden", "a", "b.conf", "sub"])
         #expect(try FileSystem.entries(ofDirectory: "\(dir)/missing") == nil)
-        #expect(throws: SystemCallError(call: "opendir(\(dir)/a)", errno: .notDirectory)) {
+        #expect(throws: SystemCallError(call: "open(\(dir)/a, O_DIRECTORY)", errno: .notDirectory)) {
             try FileSystem.entries(ofDirectory: "\(dir)/a")
         }
     }
