@@ -5,7 +5,10 @@
 // On the main thread's loop, in the default mode:
 //   - the name server's control port: every client connection, every
 //     request, every hang-up (NameServer);
-//   - the signalfd: SIGTERM or SIGINT sends STOPPING=1 and stops the loop.
+//   - the signalfd: SIGTERM or SIGINT sends STOPPING=1 and stops the loop;
+//     SIGHUP reloads portd.conf (RELOADING=1 … READY=1) for policy and limits;
+//   - when WatchdogSec= is set, a timer sending WATCHDOG=1 at half of it;
+//   - a timer refreshing STATUS= with the counts, at most once a second.
 // READY=1 goes out once the control port is in the loop and the declared
 // ports exist (the socket already listens, so a client that connects
 // earlier simply waits in the backlog). A source the loop cannot take
@@ -23,6 +26,7 @@ final class Daemon {
     private let setup: DaemonSetup
     private let logger: Logger
     private var exitStatus: Int32 = 0
+    private var server: NameServer?
 
     init(_ setup: DaemonSetup) {
         self.setup = setup
@@ -53,6 +57,7 @@ final class Daemon {
             logger.critical("cannot start the name server: \(error)")
             return 1
         }
+        self.server = server
         defer { server.stop() }
         do {
             try server.start()
@@ -60,6 +65,22 @@ final class Daemon {
             logger.critical("cannot serve the control socket: \(error)")
             return 1
         }
+
+        let watchdog: PCTimer?
+        do {
+            watchdog = try SystemdWatchdog.start(on: loop, notifier: setup.notifier) { [logger] error in
+                logger.warning("cannot send WATCHDOG=1: \(error)")
+            }
+        } catch {
+            logger.critical("cannot read the watchdog settings: \(error)")
+            return 1
+        }
+        defer { watchdog?.invalidate() }
+        let statusTimer = PCTimer(interval: .seconds(1), repeats: true, tolerance: .milliseconds(250)) {
+            [unowned self] _ in self.refreshStatus()
+        }
+        loop.add(statusTimer, forMode: .default)
+        defer { statusTimer.invalidate() }
 
         let listening = setup.listener.path
         notify("READY=1") { () throws(SystemCallError) in
@@ -81,6 +102,10 @@ final class Daemon {
                 return
             }
             guard let signal else { return }
+            if signal == SIGHUP {
+                reload()
+                continue
+            }
             let name = signal == SIGTERM ? "SIGTERM" : signal == SIGINT ? "SIGINT" : "signal \(signal)"
             logger.info("received \(name), stopping")
             notify("STOPPING=1") { () throws(SystemCallError) in
@@ -88,6 +113,36 @@ final class Daemon {
             }
             loop.stop()
         }
+    }
+
+    // MARK: - Reload and status
+
+    private func reload() {
+        logger.info("received SIGHUP, reloading the configuration")
+        setup.notifier.aroundReload(status: "Reloading the configuration", onError: { [logger] error in
+            logger.warning("cannot notify the service manager of the reload: \(error)")
+        }) { () -> (outcome: Void, status: String) in
+            guard let server, let settings = setup.reloadSettings() else {
+                return ((), "Reload failed; serving with the previous configuration")
+            }
+            let changed = server.reconfigure(settings)
+            if !changed.isEmpty {
+                logger.warning(
+                    "declared ports changed in the configuration; they take effect at the next start: \(changed.map(\.description).joined(separator: ", "))")
+            }
+            return ((), "Reloaded; " + server.summary)
+        }
+    }
+
+    private var lastStatus = ""
+
+    /// STATUS= with the counts, when they changed.
+    private func refreshStatus() {
+        guard let server else { return }
+        let line = server.summary
+        guard line != lastStatus else { return }
+        lastStatus = line
+        notify("STATUS=") { () throws(SystemCallError) in try setup.notifier.status(line) }
     }
 
     // MARK: - Helpers

@@ -26,12 +26,16 @@ struct DaemonSetup {
     let startedAt: MonotonicInstant
     let portDirectory: PortDirectory
     let settings: NameServerSettings
+    /// Where the configuration came from, to read it again on SIGHUP.
+    let configurationPaths: ConfigurationPaths
+    let configurationRequired: Bool
+    let onlyUID: UInt32?
 
     /// Prepares the daemon, or logs why it cannot and returns nil.
     static func prepare(_ command: PortdCommand, logger: Logger, startedAt: MonotonicInstant) -> DaemonSetup? {
         let signalDescriptor: Int32
         do {
-            signalDescriptor = try SignalFD.create(for: [SIGTERM, SIGINT])
+            signalDescriptor = try SignalFD.create(for: [SIGTERM, SIGINT, SIGHUP])
             try CurrentProcess.ignore(signal: SIGPIPE)
         } catch {
             logger.critical("cannot set up signal handling: \(error)")
@@ -39,6 +43,16 @@ struct DaemonSetup {
         }
 
         let userID = CurrentProcess.userID
+        let configurationPaths = ConfigurationPaths.resolve(
+            explicitFile: command.config, instance: command.instance, environment: CurrentProcess.environment)
+        let configuration: PortdConfiguration
+        do {
+            configuration = try PortdConfiguration.load(configurationPaths, requireFile: command.config != nil)
+        } catch {
+            logger.error("\(error)")
+            return nil
+        }
+        let onlyUID: UInt32? = command.instance == .system ? nil : userID
         let location = DaemonPaths.resolve(
             explicitPath: command.socket, instance: command.instance, userID: userID,
             environment: CurrentProcess.environment)
@@ -85,7 +99,19 @@ struct DaemonSetup {
         return DaemonSetup(
             logger: logger, listener: listener, signalDescriptor: signalDescriptor,
             notifier: SystemdNotifier(), startedAt: startedAt, portDirectory: portDirectory,
-            settings: NameServerSettings(onlyUID: command.instance == .system ? nil : userID))
+            settings: NameServerSettings(configuration: configuration, onlyUID: onlyUID, daemonUID: userID),
+            configurationPaths: configurationPaths, configurationRequired: command.config != nil, onlyUID: onlyUID)
+    }
+
+    /// Reads the configuration again (SIGHUP); nil, after logging why, when it has an error.
+    func reloadSettings() -> NameServerSettings? {
+        do {
+            let c = try PortdConfiguration.load(configurationPaths, requireFile: configurationRequired)
+            return NameServerSettings(configuration: c, onlyUID: onlyUID, daemonUID: CurrentProcess.userID)
+        } catch {
+            logger.error("reload failed, keeping the previous configuration: \(error)")
+            return nil
+        }
     }
 
     /// Removes the socket file (when portd created it) and closes the listener.

@@ -20,8 +20,9 @@ import PortCore
 final class DeclaredPorts {
     struct Port {
         let name: PortName
-        /// Who may check in.
+        /// Who may check in: these uids, and members of these gids.
         let checkInUIDs: Set<UInt32>
+        let checkInGIDs: Set<UInt32>
         /// Holds portd's listening descriptor.
         let listening: SendRight
         let file: PortSocketFile
@@ -38,16 +39,19 @@ final class DeclaredPorts {
     init(_ declared: [NameServerSettings.DeclaredPort], in directory: PortDirectory) throws(SystemCallError) {
         self.directory = directory
         var uids: [PortName: Set<UInt32>] = [:]
+        var gids: [PortName: Set<UInt32>] = [:]
         var order: [PortName] = []
         for d in declared {
             if uids[d.name] == nil { order.append(d.name) }
             uids[d.name, default: []].formUnion(d.checkInUIDs)
+            gids[d.name, default: []].formUnion(d.checkInGIDs)
         }
         for name in order {
             do {
                 let (fd, file) = try directory.makeListeningSocket(declared: true)
                 ports[name] = Port(
-                    name: name, checkInUIDs: uids[name]!, listening: SendRight(adopting: fd), file: file)
+                    name: name, checkInUIDs: uids[name]!, checkInGIDs: gids[name] ?? [],
+                    listening: SendRight(adopting: fd), file: file)
             } catch {
                 close()
                 throw error

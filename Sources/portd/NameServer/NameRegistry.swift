@@ -169,7 +169,8 @@ struct NameRegistry {
         var watches: Set<WatchID> = []
     }
 
-    let limits: Limits
+    /// Replaced on reload; counts already admitted stay.
+    var limits: Limits
     private var entries: [PortName: Entry] = [:]
     private var clients: [ClientID: Client] = [:]
     private var clientsByUID: [UInt32: Int] = [:]

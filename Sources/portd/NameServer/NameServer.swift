@@ -37,7 +37,8 @@ final class NameServer {
         var refusals = 0
     }
 
-    private let settings: NameServerSettings
+    /// Replaced by `reconfigure` (SIGHUP); declared ports stay as created.
+    private var settings: NameServerSettings
     private let logger: Logger
     private let loop: PCRunLoop
     private let mode: PCRunLoop.Mode
@@ -105,6 +106,29 @@ final class NameServer {
         sockets.removeAll()
         declared.close()
         directory.removeIfEmpty()
+    }
+
+    /// Applies a reloaded configuration: policy and limits take effect for
+    /// the next request; names already owned stay. Declared ports are
+    /// created at start only: a change to them is reported and needs a
+    /// restart. Returns the declared names that differ.
+    func reconfigure(_ new: NameServerSettings) -> [PortName] {
+        var changed = Set(new.declaredPorts.map(\.name)).symmetricDifference(Set(declared.all.map(\.name)))
+        for d in new.declaredPorts {
+            if let p = declared[d.name], p.checkInUIDs != d.checkInUIDs || p.checkInGIDs != d.checkInGIDs {
+                changed.insert(d.name)
+            }
+        }
+        var kept = new
+        kept.declaredPorts = settings.declaredPorts
+        settings = kept
+        registry.limits = new.limits
+        return changed.sorted()
+    }
+
+    /// The counts for the service manager's STATUS=.
+    var counts: (names: Int, clients: Int, declared: Int) {
+        (registry.nameCount, registry.clientCount, declared.count)
     }
 
     /// One line for the service manager's STATUS=.
@@ -367,7 +391,7 @@ final class NameServer {
 
     private func checkIn(_ name: PortName, _ c: Context) -> PCPortMessage {
         guard let port = declared[name] else { return NameServerReply.words(c.msgid, "not-declared") }
-        guard port.checkInUIDs.contains(c.sender.uid) else {
+        guard port.checkInUIDs.contains(c.sender.uid) || port.checkInGIDs.contains(c.sender.gid) else {
             return refuse(c, .denied, "uid \(c.sender.uid) may not check in for \(name)")
         }
         declared.recordCheckIn(name, by: c.sender)

@@ -18,6 +18,8 @@ struct NameServerSettings: Sendable {
         let name: PortName
         /// The uids allowed to check in (to receive the listening socket).
         let checkInUIDs: Set<UInt32>
+        /// The gids whose members may check in.
+        var checkInGIDs: Set<UInt32> = []
     }
 
     /// A decision on one name for one client: uid and its groups (the
