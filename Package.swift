@@ -57,6 +57,11 @@ let package = Package(
             name: "PortdTests",
             dependencies: ["PortCore", "CPortSystem", "portd"]
         ),
+        // Unit tests of portctl's parts (@testable import portctl), without a daemon.
+        .testTarget(
+            name: "PortctlTests",
+            dependencies: ["PortCore", "portctl"]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -10,7 +10,8 @@
 //     "port" for a port component);
 //   - its standard input is the message's data components, concatenated in
 //     order (PORTCTL_LENGTHS tells where each ends); ports are not on it;
-//   - when the message has a reply port, its standard output is captured
+//   - when the message has a reply port (a request, or a message sent
+//     with a reply port), its standard output is captured
 //     and sent back as the reply: one data component, with the request's
 //     msgid; otherwise its standard output is portctl's.
 //

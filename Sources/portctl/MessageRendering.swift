@@ -19,7 +19,7 @@ enum MessageRendering {
     static func heading(_ message: PCPortMessage) -> String {
         var line = "msgid=\(message.msgid)"
         if let s = message.sender { line += " from pid=\(s.pid) uid=\(s.uid) gid=\(s.gid)" }
-        if message.replyPort != nil { line += " (reply expected)" }
+        if message.replyPort != nil { line += " (reply port)" }
         return line
     }
 
@@ -52,7 +52,7 @@ enum MessageRendering {
                 ("pid", sender.map { .integer(Int64($0.pid)) } ?? .null),
                 ("uid", sender.map { .unsigned(UInt64($0.uid)) } ?? .null),
                 ("gid", sender.map { .unsigned(UInt64($0.gid)) } ?? .null),
-                ("reply_expected", .bool(message.replyPort != nil)),
+                ("reply_port", .bool(message.replyPort != nil)),
                 ("components", .array(message.components.map { .object(json(of: $0)) })),
             ])
     }

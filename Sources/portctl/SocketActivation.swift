@@ -35,25 +35,27 @@ enum SocketActivation {
     static func run(
         _ command: [String], listening: Int32, name: String, extraEnvironment: [String] = []
     ) throws(SystemCallError) -> Spawn.Termination {
-        // Blocked before the child exists, so neither its SIGCHLD nor a
-        // signal to relay can slip by; the child's mask is reset by Spawn.
-        let signals = try SignalFD.create(for: relayedSignals + [SIGCHLD])
+        // Blocked before the child exists, so no signal to relay slips by
+        // (portctl has one thread; the child's mask is reset by Spawn). The
+        // child's exit comes through a pidfd, not SIGCHLD, which another
+        // thread of a bigger process might take.
+        let signals = try SignalFD.create(for: relayedSignals)
         defer {
             Descriptor.close(signals)
-            try? SignalFD.unblock(relayedSignals + [SIGCHLD])
+            try? SignalFD.unblock(relayedSignals)
         }
         try Descriptor.setNonBlocking(listening, false)
         let pid = try Spawn.start(
             arguments(for: command),
             environment: environment(base: Spawn.currentEnvironment, name: name, extra: extraEnvironment),
             descriptors: [firstDescriptor: listening])
+        let exited = try Spawn.exitDescriptor(pid)
+        defer { Descriptor.close(exited) }
         while true {
-            if let ended = try Spawn.wait(pid, block: false) { return ended }
-            _ = try Poll.wait([(signals, .readable)], timeout: nil)
+            let ready = try Poll.wait([(exited, .readable), (signals, .readable)], timeout: nil)
+            if !ready[0].isEmpty { return try Spawn.wait(pid)! }
             while let delivery = try SignalFD.readDelivery(signals) {
-                if delivery.signal != SIGCHLD && !delivery.fromKernel {
-                    try Spawn.signal(pid, delivery.signal)
-                }
+                if !delivery.fromKernel { try Spawn.signal(pid, delivery.signal) }
             }
         }
     }

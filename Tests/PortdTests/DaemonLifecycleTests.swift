@@ -152,7 +152,10 @@ import Testing
     }
 
     @Test func helpAndVersion() throws {
-        for run in [runPortd, runPortctl] {
+        let runners: [([String], [String: String]) throws -> CommandResult] = [
+            { try runPortd($0, environment: $1) }, { try runPortctl($0, environment: $1) },
+        ]
+        for run in runners {
             let version = try run(["--version"], [:])
             #expect(version.status == 0)
             #expect(version.standardOutput == "\(PortdVersion.current)\n")

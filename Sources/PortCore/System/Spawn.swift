@@ -93,6 +93,13 @@ package enum Spawn {
         return signal != 0 ? .signaled(signal) : .exited((status >> 8) & 0xff)
     }
 
+    /// A descriptor that polls readable once `pid` (our child) has exited,
+    /// whatever thread its SIGCHLD goes to; close it after reaping. The
+    /// corresponding C function is `pidfd_open` (Linux 5.3).
+    package static func exitDescriptor(_ pid: Int32) throws(SystemCallError) -> Int32 {
+        try SystemCall.must("pidfd_open(\(pid))") { port_pidfd_open(pid) }
+    }
+
     /// Sends `signal` to `pid`; a process that is already gone is not an
     /// error. The corresponding C function is `kill`.
     package static func signal(_ pid: Int32, _ signal: Int32) throws(SystemCallError) {
