@@ -19,6 +19,8 @@ final class MessageServer {
     private let loop = PCRunLoop.current
     private var handled = 0
     private var failure: Failure?
+    /// How the run ends once the messages already queued are handled.
+    private var pendingFailure: Failure?
     private var finished = false
     private var idleDeadline: MonotonicInstant
 
@@ -37,6 +39,14 @@ final class MessageServer {
         loop.stop()
     }
 
+    /// Ends the run with `failure` after the messages that already arrived
+    /// are handled: a peer that sends and then exits is seen hanging up in
+    /// the same pass as its last messages, and those still count.
+    func failAfterDraining(_ failure: Failure) {
+        if pendingFailure == nil { pendingFailure = failure }
+        loop.stop()
+    }
+
     /// Serves until done; throws how it ended unless it ended well.
     func run() throws(Failure) {
         port.setHandler { [unowned self] message in
@@ -50,6 +60,14 @@ final class MessageServer {
         }
         defer { port.remove(from: loop, forMode: .default) }
         while !finished && failure == nil {
+            if let pendingFailure {
+                // Handle whatever is ready now, then stop.
+                while !finished && failure == nil,
+                    loop.run(mode: .default, timeout: .zero, returnAfterSourceHandled: true) == .handledSource
+                {}
+                if finished || failure != nil { break }
+                throw pendingFailure
+            }
             switch loop.run(mode: .default, before: idleDeadline, returnAfterSourceHandled: true) {
             case .timedOut where MonotonicInstant.now() >= idleDeadline:
                 let seconds = idleTimeout.map { ConnectionOptions.format(Double($0.nanosecondsClamped) / 1e9) } ?? "?"

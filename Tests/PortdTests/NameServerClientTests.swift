@@ -223,7 +223,8 @@ import Testing
         }
         thread.start()
         let owner = try daemon.client()
-        _ = try owner.register(svc)
+        let registration = try owner.register(svc)
+        defer { withExtendedLifetime(registration) {} }
         #expect(found.wait())
         #expect(result.withLock { $0 }?.pid == getpid())
     }

@@ -48,7 +48,7 @@ struct CheckIn: ParsableCommand {
         let serverName = server
         do {
             try right.onInvalidation(in: PCRunLoop.current, forMode: .default) {
-                messageServer.fail(Failure(.portInvalid, "the port of \(serverName) went away"))
+                messageServer.failAfterDraining(Failure(.portInvalid, "the port of \(serverName) went away"))
             }
         } catch {
             throw Failure(.failure, "cannot watch \(server): \(error)")

@@ -310,9 +310,12 @@ final class FakeNameServer: @unchecked Sendable {
 
     /// A "found" reply for `name`, or nil when nobody owns it.
     private func connect(_ name: String) -> ((UInt32) -> PCPortMessage)? {
-        guard let e = names[name] else { return nil }
-        let fd = try! UnixSocket.makeSocket()
-        _ = try! UnixSocket.connect(fd, to: UnixSocketAddress(path: e.path))
+        guard let e = names[name], let fd = try? UnixSocket.makeSocket() else { return nil }
+        // The owner may have closed its receive right while keeping the name: "not-found".
+        guard (try? UnixSocket.connect(fd, to: UnixSocketAddress(path: e.path))) != nil else {
+            close(fd)
+            return nil
+        }
         return { msgid in
             PCPortMessage(msgid: msgid, components: [
                 .data(Array("found".utf8)), .port(SendRight(adopting: fd)),
