@@ -60,7 +60,7 @@ import Testing
                 signal.pause()
             """
         let holder = try d.startPortctl(["register", svc, "--", "python3", "-c", script])
-        try holder.waitForStandardOutput(containing: "ready")
+        try holder.waitForStandardOutput(containing: "ready\n")  // the whole line: print may write "\n" separately
         holder.signal(SIGTERM)
         #expect(try holder.waitForExit() == 9)
         #expect(holder.standardOutput == "ready\nTERM\n")
