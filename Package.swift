@@ -55,7 +55,8 @@ let package = Package(
         // integration tests that run the built portd and portctl binaries.
         .testTarget(
             name: "PortdTests",
-            dependencies: ["PortCore", "CPortSystem", "portd"]
+            dependencies: ["PortCore", "CPortSystem", "portd"],
+            exclude: ["Fixtures"]
         ),
         // Unit tests of portctl's parts (@testable import portctl), without a daemon.
         .testTarget(

@@ -10,12 +10,14 @@
 //     EADDRINUSE means another portd won the race: refuse);
 //   - the path is not a socket at all, or a live socket of another type
 //     (EPROTOTYPE): refuse and touch nothing.
-// Ownership: the listener owns its descriptor and, only when it bound the
-// path itself, the socket file. `close()` removes the file only if the entry
-// at the path is still the one it bound (same device and inode), then closes
-// the descriptor; a socket inherited from systemd is never unlinked (the
-// socket unit owns it). The caller removes the descriptor from its run loop
-// before calling `close()`.
+// Ownership: the listener owns its descriptor until `handOverDescriptor()`
+// gives it to the port that serves it (the name server's PCPort), and,
+// only when it bound the path itself, the socket file. `close()` removes the
+// file only if the entry at the path is still the one it bound (same device
+// and inode), then closes the descriptor unless it was handed over; a socket
+// inherited from systemd is never unlinked (the socket unit owns it). The
+// caller removes the descriptor from its run loop (or invalidates the port
+// it handed it to) before calling `close()`.
 
 import PortCore
 
@@ -62,6 +64,7 @@ final class ControlListener {
     let path: String
     let origin: Origin
     private var closed = false
+    private var handedOver = false
 
     private init(fileDescriptor: Int32, path: String, origin: Origin) {
         self.fileDescriptor = fileDescriptor
@@ -120,7 +123,16 @@ final class ControlListener {
         try LocalSocket.accept(fileDescriptor)
     }
 
-    /// Removes the socket file if it is still ours, then closes the descriptor. Idempotent.
+    /// Gives the descriptor to whoever serves it from now on (and closes
+    /// it); the listener keeps only the socket file.
+    func handOverDescriptor() -> Int32 {
+        precondition(!handedOver && !closed, "the control socket was already handed over or closed")
+        handedOver = true
+        return fileDescriptor
+    }
+
+    /// Removes the socket file if it is still ours, then closes the
+    /// descriptor unless it was handed over. Idempotent.
     func close() {
         guard !closed else { return }
         closed = true
@@ -129,7 +141,7 @@ final class ControlListener {
         {
             _ = try? FileSystem.remove(path)
         }
-        LocalSocket.close(fileDescriptor)
+        if !handedOver { LocalSocket.close(fileDescriptor) }
     }
 
     // MARK: - Binding

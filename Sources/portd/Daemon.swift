@@ -1,165 +1,151 @@
-// Daemon: portd on its run loop. The only file of portd that uses the
-// PortCore run loop (PCRunLoop, PortSource; see notes/RUNLOOP_API.md);
-// everything it calls is loop-independent and tested on its own.
+// Daemon: portd on its run loop. The only file of portd that runs the
+// PortCore run loop; what it serves is the NameServer (a PCPort on the
+// control socket) and the signalfd.
 //
-// On the main thread's loop, in the default mode, it serves three kinds of
-// port-based sources:
-//   - the listening control socket: accept until EAGAIN, one source per
-//     client connection;
-//   - each client connection: ControlConnection answers its requests; a
-//     connection that is done is invalidated (its source closes the fd);
-//   - the signalfd: SIGTERM or SIGINT sends STOPPING=1 and stops the loop.
-// READY=1 goes out once the sources are in the loop (the socket already
-// listens, so a client that connects earlier simply waits in the backlog).
-// When accept fails for lack of descriptors (EMFILE/ENFILE) the listener's
-// source leaves the loop, so a level-triggered socket cannot spin, and comes
-// back when a connection closes. A source the loop cannot take (epoll_ctl
-// failed) is logged: a connection is dropped; the listener or the signalfd
-// failing ends the run with status 1 (a supervisor restarts portd).
+// On the main thread's loop, in the default mode:
+//   - the name server's control port: every client connection, every
+//     request, every hang-up (NameServer);
+//   - the signalfd: SIGTERM or SIGINT sends STOPPING=1 and stops the loop;
+//     SIGHUP reloads portd.conf (RELOADING=1 … READY=1) for policy and limits;
+//   - when WatchdogSec= is set, a timer sending WATCHDOG=1 at half of it;
+//   - a timer refreshing STATUS= with the counts, at most once a second.
+// READY=1 goes out once the control port is in the loop and the declared
+// ports exist (the socket already listens, so a client that connects
+// earlier simply waits in the backlog). A source the loop cannot take
+// ends the run with status 1 (a supervisor restarts portd).
 // Invariants: all of this runs on one thread (the loop's); `run()` returns
-// only after every source it added is invalidated, so the caller may close
-// the listener (remove from the loop before closing).
+// only after the name server stopped (its port invalidated, its socket
+// files removed) and the signal source is invalidated, so the caller may
+// remove the control socket file.
 
 import Glibc
 import Logging
 import PortCore
 
 final class Daemon {
-    private let listener: ControlListener
-    private let signalDescriptor: Int32
-    private let notifier: SystemdNotifier
+    private let setup: DaemonSetup
     private let logger: Logger
-    private let startedAt: MonotonicInstant
-
-    private var listenerSource: PortSource?
-    private var signalSource: PortSource?
-    private var connections: [Int32: PortSource] = [:]
-    private var acceptingPaused = false
     private var exitStatus: Int32 = 0
+    private var server: NameServer?
 
     init(_ setup: DaemonSetup) {
-        listener = setup.listener
-        signalDescriptor = setup.signalDescriptor
-        notifier = setup.notifier
+        self.setup = setup
         logger = setup.logger
-        startedAt = setup.startedAt
     }
 
     /// Serves until SIGTERM or SIGINT; returns the exit status.
     func run() -> Int32 {
         let loop = PCRunLoop.current
-        let listenerSource = PortSource(fileDescriptor: listener.fileDescriptor) { [unowned self] _ in
-            self.acceptConnections(loop: loop)
-        }
+        let signalDescriptor = setup.signalDescriptor
         let signalSource = PortSource(fileDescriptor: signalDescriptor, closesOnInvalidate: true) { [unowned self] _ in
-            self.handleSignals(loop: loop)
+            self.handleSignals(signalDescriptor, loop: loop)
         }
-        self.listenerSource = listenerSource
-        self.signalSource = signalSource
+        defer { signalSource.invalidate() }
         do {
             try loop.add(signalSource, forMode: .default)
-            try loop.add(listenerSource, forMode: .default)
         } catch {
-            logger.critical("cannot serve the control socket: \(error)")
-            listenerSource.invalidate()
-            signalSource.invalidate()
+            logger.critical("cannot watch for signals: \(error)")
             return 1
         }
 
-        notify("READY=1") { () throws(SystemCallError) in try notifier.ready(status: "Serving \(listener.path)") }
-        loop.run()
+        let server: NameServer
+        do {
+            server = try NameServer(
+                controlDescriptor: setup.listener.handOverDescriptor(), directory: setup.portDirectory,
+                settings: setup.settings, logger: logger, loop: loop, startedAt: setup.startedAt)
+        } catch {
+            logger.critical("cannot start the name server: \(error)")
+            return 1
+        }
+        self.server = server
+        defer { server.stop() }
+        do {
+            try server.start()
+        } catch {
+            logger.critical("cannot serve the control socket: \(error)")
+            return 1
+        }
 
-        for source in connections.values { source.invalidate() }
-        connections.removeAll()
-        listenerSource.invalidate()
-        signalSource.invalidate()
+        let watchdog: PCTimer?
+        do {
+            watchdog = try SystemdWatchdog.start(on: loop, notifier: setup.notifier) { [logger] error in
+                logger.warning("cannot send WATCHDOG=1: \(error)")
+            }
+        } catch {
+            logger.critical("cannot read the watchdog settings: \(error)")
+            return 1
+        }
+        defer { watchdog?.invalidate() }
+        let statusTimer = PCTimer(interval: .seconds(1), repeats: true, tolerance: .milliseconds(250)) {
+            [unowned self] _ in self.refreshStatus()
+        }
+        loop.add(statusTimer, forMode: .default)
+        defer { statusTimer.invalidate() }
+
+        let listening = setup.listener.path
+        notify("READY=1") { () throws(SystemCallError) in
+            try setup.notifier.ready(status: "Serving \(listening)")
+        }
+        loop.run()
         return exitStatus
     }
 
-    // MARK: - Sources
+    // MARK: - Signals
 
-    private func acceptConnections(loop: PCRunLoop) {
-        while true {
-            let fd: Int32
-            do {
-                guard let accepted = try listener.accept() else { return }
-                fd = accepted
-            } catch where error.errno == .tooManyOpenFiles || error.errno == .tooManyOpenFilesInSystem {
-                logger.error("cannot accept: \(error); pausing until a connection closes")
-                if let listenerSource { loop.remove(listenerSource, forMode: .default) }
-                acceptingPaused = true
-                return
-            } catch {
-                logger.error("cannot accept: \(error)")
-                return
-            }
-            let connection = ControlConnection(fileDescriptor: fd)
-            let source = PortSource(fileDescriptor: fd, closesOnInvalidate: true) { [unowned self] source in
-                self.serve(connection, source: source, loop: loop)
-            }
-            do {
-                try loop.add(source, forMode: .default)
-            } catch {
-                logger.error("cannot serve a new connection: \(error)", metadata: peerMetadata(connection))
-                source.invalidate()  // closes the descriptor
-                continue
-            }
-            connections[fd] = source
-            logger.debug("client connected", metadata: peerMetadata(connection))
-        }
-    }
-
-    private func serve(_ connection: ControlConnection, source: PortSource, loop: PCRunLoop) {
-        let disposition = connection.serviceReadable { currentStatus() }
-        guard case .close(let reason) = disposition else { return }
-        var metadata = peerMetadata(connection)
-        metadata["reason"] = "\(reason)"
-        logger.debug("client disconnected", metadata: metadata)
-        connections[connection.fileDescriptor] = nil
-        source.invalidate()  // closes the descriptor
-        if acceptingPaused, let listenerSource {
-            acceptingPaused = false
-            do {
-                try loop.add(listenerSource, forMode: .default)
-            } catch {
-                // Without its listener the daemon cannot serve anyone: stop, and let the supervisor restart it.
-                logger.critical("cannot resume accepting: \(error); stopping")
-                exitStatus = 1
-                loop.stop()
-            }
-        }
-    }
-
-    private func handleSignals(loop: PCRunLoop) {
+    private func handleSignals(_ descriptor: Int32, loop: PCRunLoop) {
         while true {
             let signal: Int32?
             do {
-                signal = try SignalFD.read(signalDescriptor)
+                signal = try SignalFD.read(descriptor)
             } catch {
                 logger.error("cannot read the signalfd: \(error)")
                 return
             }
             guard let signal else { return }
+            if signal == SIGHUP {
+                reload()
+                continue
+            }
             let name = signal == SIGTERM ? "SIGTERM" : signal == SIGINT ? "SIGINT" : "signal \(signal)"
             logger.info("received \(name), stopping")
-            notify("STOPPING=1") { () throws(SystemCallError) in try notifier.stopping(status: "Stopping (\(name))") }
+            notify("STOPPING=1") { () throws(SystemCallError) in
+                try setup.notifier.stopping(status: "Stopping (\(name))")
+            }
             loop.stop()
         }
     }
 
+    // MARK: - Reload and status
+
+    private func reload() {
+        logger.info("received SIGHUP, reloading the configuration")
+        setup.notifier.aroundReload(status: "Reloading the configuration", onError: { [logger] error in
+            logger.warning("cannot notify the service manager of the reload: \(error)")
+        }) { () -> (outcome: Void, status: String) in
+            guard let server, let settings = setup.reloadSettings() else {
+                return ((), "Reload failed; serving with the previous configuration")
+            }
+            let changed = server.reconfigure(settings)
+            if !changed.isEmpty {
+                logger.warning(
+                    "declared ports changed in the configuration; they take effect at the next start: \(changed.map(\.description).joined(separator: ", "))")
+            }
+            return ((), "Reloaded; " + server.summary)
+        }
+    }
+
+    private var lastStatus = ""
+
+    /// STATUS= with the counts, when they changed.
+    private func refreshStatus() {
+        guard let server else { return }
+        let line = server.summary
+        guard line != lastStatus else { return }
+        lastStatus = line
+        notify("STATUS=") { () throws(SystemCallError) in try setup.notifier.status(line) }
+    }
+
     // MARK: - Helpers
-
-    private func currentStatus() -> DaemonStatus {
-        let uptime = MonotonicInstant.now() - startedAt
-        return DaemonStatus(
-            version: PortdVersion.current, pid: CurrentProcess.id,
-            uptimeMilliseconds: UInt64(max(0, uptime.nanosecondsClamped / 1_000_000)))
-    }
-
-    private func peerMetadata(_ connection: ControlConnection) -> Logger.Metadata {
-        guard let peer = connection.peer else { return ["fd": "\(connection.fileDescriptor)"] }
-        return ["fd": "\(connection.fileDescriptor)", "peer_pid": "\(peer.pid)", "peer_uid": "\(peer.uid)"]
-    }
 
     private func notify(_ what: String, _ body: () throws(SystemCallError) -> Bool) {
         do {

@@ -3,11 +3,16 @@
 // before any thread exists, so no thread ever takes them asynchronously;
 // SIGPIPE ignored (sends use MSG_NOSIGNAL; this covers a closed stderr);
 // (2) the control socket: the one systemd passed (socket activation), else
-// bound at the resolved path (ControlListener: never a live daemon's).
+// bound at the resolved path (ControlListener: never a live daemon's);
+// (3) the port directory beside it (`<socket>.ports`, private, stale
+// socket files removed); (4) the name server's settings: the per-user
+// instance serves portd's own uid only; the system instance everyone, as
+// the policy in the settings decides (the configuration is wired in here).
 // Any failure is logged as one clear line and start-up stops with status 1.
 //
-// Ownership: the setup owns the listener until `tearDown()`; the signalfd
-// passes to Daemon, whose run-loop source closes it.
+// Ownership: the setup owns the listener's socket file until `tearDown()`
+// (its descriptor goes to the name server's port); the signalfd passes to
+// Daemon, whose run-loop source closes it.
 
 import Glibc
 import Logging
@@ -19,12 +24,18 @@ struct DaemonSetup {
     let signalDescriptor: Int32
     let notifier: SystemdNotifier
     let startedAt: MonotonicInstant
+    let portDirectory: PortDirectory
+    let settings: NameServerSettings
+    /// Where the configuration came from, to read it again on SIGHUP.
+    let configurationPaths: ConfigurationPaths
+    let configurationRequired: Bool
+    let onlyUID: UInt32?
 
     /// Prepares the daemon, or logs why it cannot and returns nil.
     static func prepare(_ command: PortdCommand, logger: Logger, startedAt: MonotonicInstant) -> DaemonSetup? {
         let signalDescriptor: Int32
         do {
-            signalDescriptor = try SignalFD.create(for: [SIGTERM, SIGINT])
+            signalDescriptor = try SignalFD.create(for: [SIGTERM, SIGINT, SIGHUP])
             try CurrentProcess.ignore(signal: SIGPIPE)
         } catch {
             logger.critical("cannot set up signal handling: \(error)")
@@ -32,6 +43,16 @@ struct DaemonSetup {
         }
 
         let userID = CurrentProcess.userID
+        let configurationPaths = ConfigurationPaths.resolve(
+            explicitFile: command.config, instance: command.instance, environment: CurrentProcess.environment)
+        let configuration: PortdConfiguration
+        do {
+            configuration = try PortdConfiguration.load(configurationPaths, requireFile: command.config != nil)
+        } catch {
+            logger.error("\(error)")
+            return nil
+        }
+        let onlyUID: UInt32? = command.instance == .system ? nil : userID
         let location = DaemonPaths.resolve(
             explicitPath: command.socket, instance: command.instance, userID: userID,
             environment: CurrentProcess.environment)
@@ -63,9 +84,34 @@ struct DaemonSetup {
             return nil
         }
 
+        let portDirectory: PortDirectory
+        do {
+            let (directory, removed) = try PortDirectory.prepare(
+                path: PortDirectory.path(forControlSocket: listener.path), userID: userID)
+            portDirectory = directory
+            if removed > 0 { logger.info("removed \(removed) stale port sockets from \(directory.path)") }
+        } catch {
+            logger.error("\(error)")
+            listener.close()
+            return nil
+        }
+
         return DaemonSetup(
             logger: logger, listener: listener, signalDescriptor: signalDescriptor,
-            notifier: SystemdNotifier(), startedAt: startedAt)
+            notifier: SystemdNotifier(), startedAt: startedAt, portDirectory: portDirectory,
+            settings: NameServerSettings(configuration: configuration, onlyUID: onlyUID, daemonUID: userID),
+            configurationPaths: configurationPaths, configurationRequired: command.config != nil, onlyUID: onlyUID)
+    }
+
+    /// Reads the configuration again (SIGHUP); nil, after logging why, when it has an error.
+    func reloadSettings() -> NameServerSettings? {
+        do {
+            let c = try PortdConfiguration.load(configurationPaths, requireFile: configurationRequired)
+            return NameServerSettings(configuration: c, onlyUID: onlyUID, daemonUID: CurrentProcess.userID)
+        } catch {
+            logger.error("reload failed, keeping the previous configuration: \(error)")
+            return nil
+        }
     }
 
     /// Removes the socket file (when portd created it) and closes the listener.

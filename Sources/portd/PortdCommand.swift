@@ -29,12 +29,17 @@ struct PortdCommand: ParsableCommand {
             /tmp/portd-$UID/portd.sock (a private directory, checked). A socket passed by \
             systemd (portd.socket) is used instead of binding one.
 
-            Environment: PORTD_SOCKET, XDG_RUNTIME_DIR, NOTIFY_SOCKET (READY=1, \
-            STOPPING=1 are sent), LISTEN_FDS/LISTEN_PID/LISTEN_FDNAMES (socket \
+            Configuration (portd.conf(5)): --config PATH; /etc/portd/portd.conf for \
+            --system; $XDG_CONFIG_HOME/portd/portd.conf otherwise; each with drop-ins in \
+            PATH.d/*.conf. SIGHUP reloads it (policy and limits; declared ports need a restart).
+
+            Environment: PORTD_SOCKET, XDG_RUNTIME_DIR, XDG_CONFIG_HOME, NOTIFY_SOCKET \
+            (READY=1, STATUS=, WATCHDOG=1, RELOADING=1, STOPPING=1 are sent), LISTEN_FDS/LISTEN_PID/LISTEN_FDNAMES (socket \
             activation), JOURNAL_STREAM (structured logs), PORTD_LOG_LEVEL.
 
             Exit status: 0 stopped by SIGTERM or SIGINT; 1 could not start (for \
-            example another portd already serves the socket); 64 usage error.
+            example another portd already serves the socket, or the configuration has \
+            an error); 64 usage error.
             """,
         version: PortdVersion.current
     )
@@ -44,6 +49,11 @@ struct PortdCommand: ParsableCommand {
 
     @Flag(exclusivity: .exclusive)
     var instance: DaemonInstance?
+
+    @Option(help: ArgumentHelp(
+        "Read this configuration file (it must exist) and its drop-in directory PATH.d instead of the instance's.",
+        valueName: "path"))
+    var config: String?
 
     func validate() throws {
         if let socket {

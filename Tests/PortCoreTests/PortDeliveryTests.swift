@@ -102,31 +102,18 @@ import Testing
         let log = Recorder()
         let serverPort = PCPort()
         let gone = Completion()
-        let server = LoopThread { loop in
-            let checkIns = CheckInServer(loop: loop, mode: .default, onCheckIn: { w in
-                log.add("in: \(w.name ?? "?") pid-matches=\(w.credentials?.pid != getpid())")
-                if w.name == "alive" {
-                    _ = try? w.port.send(PCPortMessage(msgid: 1, strings: ["hello alive"]))
-                }
-            }, onWorkerGone: { w in
-                log.add("gone: \(w.name ?? "?")")
-                if w.name == "mortal" { gone.signal() }
-            })
-            checkIns.serve(serverPort)
-            try! serverPort.schedule(in: loop, forMode: .default)
-            loop.add(PCTimer(fireAt: .distantFuture) { _ in }, forMode: .default)
-            loop.run(mode: .default, timeout: .seconds(60))
-        }
-        server.go()
+        let server = startCheckInServer(serverPort, onCheckIn: { w in
+            log.add("in: \(w.name ?? "?") pid-matches=\(w.credentials?.pid != getpid())")
+            if w.name == "alive" {
+                _ = try? w.port.send(PCPortMessage(msgid: 1, strings: ["hello alive"]))
+            }
+        }, onWorkerGone: { w in
+            log.add("gone: \(w.name ?? "?")")
+            if w.name == "mortal" { gone.signal() }
+        })
         // A worker process that checks in, gets a message, prints it.
-        var out: [Int32] = [0, 0]
-        #expect(pipe(&out) == 0)
-        let r1 = try serverPort.makeSendRight()
-        let alive = PeerProcess.spawn(
-            ["python3", PeerProcess.fixtures + "/port_peer.py", "checkin", "alive"], passing: r1.fd, stdoutFD: out[1])
-        close(out[1])
-        r1.invalidate()
-        let outFile = FileHandle(fileDescriptor: out[0], closeOnDealloc: true)
+        let (alive, outFD) = try spawnWorker(serverPort, "checkin", "alive")
+        let outFile = FileHandle(fileDescriptor: outFD, closeOnDealloc: true)
         let printed = String(decoding: outFile.readDataToEndOfFile(), as: UTF8.self)
         #expect(PeerProcess.wait(alive) == 0)
         #expect(printed == "hello alive\n")
@@ -144,6 +131,89 @@ import Testing
         #expect(all.contains("in: alive pid-matches=true"))
         #expect(all.contains("in: mortal pid-matches=true"))
         #expect(all.contains("gone: mortal"))
+    }
+
+    @Test func aWorkerKilledWithSIGKILLIsReportedGone() throws {
+        let serverPort = PCPort()
+        let gone = Completion()
+        let checkedIn = Completion()
+        let workerRight = Mutex<SendRight?>(nil)
+        let server = startCheckInServer(serverPort, onCheckIn: { w in
+            workerRight.withLock { $0 = w.port }
+            checkedIn.signal()
+        }, onWorkerGone: { _ in gone.signal() })
+        let (pid, outFD) = try spawnWorker(serverPort, "checkin-and-wait", "victim")
+        // "ready\n" once it has checked in; a pipe may hand it over in pieces.
+        var line: [UInt8] = []
+        var byte: UInt8 = 0
+        while line.last != UInt8(ascii: "\n"), read(outFD, &byte, 1) == 1 { line.append(byte) }
+        close(outFD)
+        #expect(String(decoding: line, as: UTF8.self) == "ready\n")
+        #expect(checkedIn.wait(timeout: .seconds(30)))
+        kill(pid, SIGKILL)
+        #expect(PeerProcess.wait(pid) == 128 + SIGKILL)
+        #expect(gone.wait(timeout: .seconds(30)), "the server was not told the killed worker's port is gone")
+        // And a send to it is an error at once, not a hang and not SIGPIPE.
+        let right = try #require(workerRight.withLock { $0 })
+        #expect(try right.send(PCPortMessage(msgid: 1), timeout: .seconds(5)) == .receiverGone)
+        server.loop.stop()
+        server.join()
+        serverPort.invalidate()
+    }
+
+    @Test func anUnsealedMemfdIsRefusedAndOnlyThatConnectionClosed() throws {
+        let errors = Recorder()
+        let received = Recorder()
+        let got = Completion()
+        let failed = Completion()
+        let served = try ServedPort { m in
+            received.add(m.components.first?.string ?? "")
+            got.signal()
+            return nil
+        }
+        served.port.onError { e in
+            errors.add("\(e)")
+            failed.signal()
+        }
+        defer { served.stop() }
+        let hostile = try served.port.makeSendRight()
+        let pid = PeerProcess.spawn(["python3", PeerProcess.fixtures + "/port_peer.py", "unsealed-memfd"], passing: hostile.fd)
+        #expect(PeerProcess.wait(pid) == 0)
+        #expect(failed.wait(timeout: .seconds(30)))
+        #expect(errors.all.first?.contains("large component refused") == true)
+        #expect(received.all.isEmpty)
+        let good = try served.port.makeSendRight()
+        #expect(try good.send(PCPortMessage(msgid: 1, strings: ["still served"])) == .sent)
+        #expect(got.wait(timeout: .seconds(30)))
+        #expect(received.all == ["still served"])
+    }
+
+    /// A check-in server on its own loop thread, running until stopped.
+    private func startCheckInServer(
+        _ port: PCPort, onCheckIn: @escaping @Sendable (CheckedInWorker) -> Void,
+        onWorkerGone: @escaping @Sendable (CheckedInWorker) -> Void
+    ) -> LoopThread {
+        let server = LoopThread { loop in
+            let checkIns = CheckInServer(loop: loop, mode: .default, onCheckIn: onCheckIn, onWorkerGone: onWorkerGone)
+            checkIns.serve(port)
+            try! port.schedule(in: loop, forMode: .default)
+            loop.add(PCTimer(fireAt: .distantFuture) { _ in }, forMode: .default)
+            loop.run(mode: .default, timeout: .seconds(60))
+        }
+        server.go()
+        return server
+    }
+
+    /// A Python worker process given a right to `port`, its stdout a pipe we read.
+    private func spawnWorker(_ port: PCPort, _ verb: String, _ name: String) throws -> (pid_t, Int32) {
+        var out: [Int32] = [0, 0]
+        #expect(pipe(&out) == 0)
+        let right = try port.makeSendRight()
+        let pid = PeerProcess.spawn(
+            ["python3", PeerProcess.fixtures + "/port_peer.py", verb, name], passing: right.fd, stdoutFD: out[1])
+        close(out[1])
+        right.invalidate()  // the child has its own copy
+        return (pid, out[0])
     }
 
     // MARK: Swift concurrency

@@ -135,6 +135,37 @@ final class ServedPort: @unchecked Sendable {
         #expect(r.reply?.msgid == 2)  // not the late reply to msgid 1
     }
 
+    @Test func aRequestToAFullQueueIsASendTimeout() throws {
+        let port = PCPort { _ in nil }  // never scheduled: nobody reads
+        defer { port.invalidate() }
+        let right = try port.makeSendRight()
+        let filler = PCPortMessage(msgid: 1, components: [.data([UInt8](repeating: 1, count: 4096))])
+        while try right.send(filler, timeout: .milliseconds(5)) == .sent {}
+        guard case .sendTimedOut = try right.request(PCPortMessage(msgid: 2), sendTimeout: .milliseconds(20)) else {
+            Issue.record("expected a send timeout"); return
+        }
+    }
+
+    @Test func onlyTheReplyIsServicedWhileARequestWaits() throws {
+        let served = try ServedPort { m in PCPortMessage(msgid: m.msgid) }
+        defer { served.stop() }
+        let right = try served.port.makeSendRight()
+        let log = Recorder()
+        LoopThread.run { loop in
+            let other = RunLoopSource { _ in log.add("other source") }
+            loop.add(other, forMode: .default)
+            loop.add(PCTimer(fireAt: loop.clock.now()) { _ in log.add("timer") }, forMode: .default)
+            other.signal()
+            let r = try! right.request(PCPortMessage(msgid: 3), receiveTimeout: .seconds(5))
+            log.add("reply \(r.reply?.msgid ?? 0)")
+            loop.run(mode: .default, timeout: .zero)
+        }
+        // The request ran the loop in its private mode: the default mode's
+        // signalled source and due timer waited until the default mode ran.
+        #expect(log.all.first == "reply 3")
+        #expect(Set(log.all.dropFirst()) == ["other source", "timer"])
+    }
+
     @Test func sendingToAnInvalidatedPortFailsAtOnce() throws {
         let port = PCPort { _ in nil }
         let right = try port.makeSendRight()

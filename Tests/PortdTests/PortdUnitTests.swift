@@ -1,7 +1,8 @@
 // PortdUnitTests: portd's loop-independent parts, without a daemon process:
 // journal fields, stderr lines, log destination, the choice of the control
-// socket among passed descriptors, one control connection, and the
-// listener's rule that it removes only the socket file it created.
+// socket among passed descriptors, the hand-over of the control socket's
+// descriptor, and the listener's rule that it removes only the socket file
+// it created.
 
 import Glibc
 import Logging
@@ -96,39 +97,17 @@ import Testing
         return String(cString: mkdtemp(&template)!)
     }
 
-    @Test func connectionAnswersEveryQueuedRequestThenSeesTheClose() throws {
+    @Test func aHandedOverDescriptorIsNotClosedByTheListener() throws {
         let dir = temporaryDirectory()
         defer { rmdir(dir) }
         let location = DaemonSocketLocation(path: "\(dir)/s.sock", origin: .option)
         let listener = try ControlListener.bind(at: location, userID: getuid())
-        defer { listener.close() }
-        let client = try LocalSocket.make(.seqPacket)
-        defer { LocalSocket.close(client) }
-        #expect(try LocalSocket.connect(client, path: location.path) == .connected)
-        let fd = try #require(try listener.accept())
-        defer { LocalSocket.close(fd) }
-
-        #expect(try LocalSocket.send(client, ProvisionalStatus.request))
-        #expect(try LocalSocket.send(client, Array("bogus".utf8)))
-        let connection = ControlConnection(fileDescriptor: fd)
-        #expect(connection.peer?.pid == getpid())
-        let status = DaemonStatus(version: "t", pid: 9, uptimeMilliseconds: 5)
-        #expect(connection.serviceReadable { status } == .keep)
-
-        var buffer = [UInt8](repeating: 0, count: 256)
-        guard case .record(let n, false) = try LocalSocket.receive(client, into: &buffer) else {
-            Issue.record("no status reply")
-            return
-        }
-        #expect(ProvisionalStatus.decode(buffer[..<n]) == .status(status))
-        guard case .record(let m, false) = try LocalSocket.receive(client, into: &buffer) else {
-            Issue.record("no error reply")
-            return
-        }
-        #expect(Array(buffer[..<m]) == ProvisionalStatus.unknownRequestReply)
-
-        #expect(try LocalSocket.send(client, [UInt8](repeating: 1, count: ControlConnection.maximumRequestSize + 1)))
-        #expect(connection.serviceReadable { status } == .close(reason: "request larger than 4096 bytes"))
+        let fd = listener.handOverDescriptor()
+        listener.close()
+        #expect(!exists(location.path), "the file goes with the listener")
+        // The descriptor still listens: whoever took it closes it.
+        #expect(try FileSystem.status(ofDescriptor: fd).kind == .socket)
+        LocalSocket.close(fd)
     }
 
     @Test func listenerRemovesOnlyTheFileItCreated() throws {

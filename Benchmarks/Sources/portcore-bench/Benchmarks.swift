@@ -23,6 +23,12 @@ enum Benchmarks {
         Benchmark(name: "runloop.timer.lateness") { TimerLateness.run(iterations: scaled(500)) },
         Benchmark(name: "runloop.pass.idle1") { PassCost.run(idle: 1, samples: scaled(2000)) },
         Benchmark(name: "runloop.pass.idle10000") { PassCost.run(idle: 10_000, samples: scaled(2000)) },
+        Benchmark(name: "port.roundtrip.16") { PortBenchmarks.roundTrip(bytes: 16, iterations: scaled(20000)) },
+        Benchmark(name: "port.roundtrip.1024") { PortBenchmarks.roundTrip(bytes: 1024, iterations: scaled(20000)) },
+        Benchmark(name: "port.oneway.64") { PortBenchmarks.oneWay(bytes: 64, count: scaled(200_000), senders: 1) },
+        Benchmark(name: "port.oneway.4096") { PortBenchmarks.oneWay(bytes: 4096, count: scaled(200_000), senders: 1) },
+        Benchmark(name: "port.oneway.64.8senders") { PortBenchmarks.oneWay(bytes: 64, count: scaled(200_000), senders: 8) },
+        Benchmark(name: "port.memfd.64mib") { PortBenchmarks.largeComponent(megabytes: 64, iterations: scaled(20)) },
     ]
 
     /// Runs the benchmarks chosen by `arguments` (without the program name).

@@ -53,17 +53,12 @@ enum LoopAPI {
     /// A custom source in the default mode of `loop` whose perform callback
     /// is `perform`. Call on the loop's thread.
     static func addCustomSource(to loop: Loop, perform: @escaping @Sendable () -> Void) -> CustomSource {
-        let source = RunLoopSource(
-            priority: 0,
-            schedule: { _, _ in },
-            perform: perform,
-            cancel: { _, _ in }
-        )
+        let source = RunLoopSource(order: 0) { _ in perform() }
         loop.add(source, forMode: .default)
         return source
     }
 
-    /// Marks the source ready; any thread. Does not wake the loop by itself.
+    /// Marks the source ready; any thread. Wakes the loop if it sleeps.
     @inline(__always)
     static func signal(_ source: CustomSource) { source.signal() }
 
@@ -79,7 +74,7 @@ enum LoopAPI {
         to loop: Loop, fileDescriptor: Int32, onReadable: @escaping @Sendable () -> Void
     ) -> PortSourceHandle {
         let source = PortSource(fileDescriptor: fileDescriptor, closesOnInvalidate: true) { _ in onReadable() }
-        loop.add(source, forMode: .default)
+        try! loop.add(source, forMode: .default)
         return source
     }
 

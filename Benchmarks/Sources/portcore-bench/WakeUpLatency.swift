@@ -4,7 +4,7 @@
 //
 // The loop's thread (party 1) runs its loop with nothing else to do; the
 // driver (party 0) pauses 50 µs so the loop is back asleep, stamps the time,
-// then either signals a custom source and calls wakeUp() (`signal`) or
+// then either signals a custom source (`signal`, which wakes the loop) or
 // queues a perform request (`perform`), and blocks on an eventfd the callback
 // writes. A sample is callback start - stamp. C baseline: c.eventfd.wakeup
 // (a thread in epoll_wait woken by an eventfd write, the same pause).
@@ -75,8 +75,7 @@ enum WakeUpLatency {
             shared.sentAt.store(MonotonicInstant.now().nanoseconds, ordering: .releasing)
             switch kind {
             case .signal:
-                LoopAPI.signal(source)
-                LoopAPI.wakeUp(loop)
+                LoopAPI.signal(source)  // wakes a sleeping loop by itself
             case .perform:
                 LoopAPI.perform(on: loop) { shared.callback() }
             }

@@ -42,39 +42,62 @@ final class MessageTransport {
     func send(
         _ message: PCPortMessage, on fd: Int32, replyPort: Int32?, replyExpected: Bool, before deadline: MonotonicInstant
     ) throws(PortError) -> SendResult {
-        // Large data components become sealed memfds; they must live until sendmsg returns.
-        var spilled: [SharedMemory] = []
+        // Large data components become sealed memfds (only when the record
+        // would not fit otherwise); they must live until sendmsg returns.
         var inlineSize = WireFormat.headerSize + WireFormat.entrySize * message.components.count
         for c in message.components { if case .data(let b) = c { inlineSize += b.count } }
         let spill = inlineSize > limits.maxRecordSize
-        var wire: [PortComponent] = []
-        wire.reserveCapacity(message.components.count)
-        for c in message.components {
-            switch c {
-            case .data(let b) where spill && b.count >= 4096:
-                do {
-                    let m = try SharedMemory(copying: b)
-                    spilled.append(m)
-                    wire.append(.largeData(memfd: m.fd, length: m.count))
-                } catch {
-                    throw .system(error)
+        var spilled: [SharedMemory] = []
+        if spill {
+            for c in message.components {
+                if case .data(let b) = c, b.count >= 4096 {
+                    do { spilled.append(try SharedMemory(copying: b)) } catch { throw .system(error) }
                 }
-            case .data(let b): wire.append(.data(b))
-            case .port(let right): wire.append(.port(right.fd))
-            case .sharedMemory(let m): wire.append(.largeData(memfd: m.fd, length: m.count))
             }
+            inlineSize = WireFormat.headerSize + WireFormat.entrySize * message.components.count
+            for c in message.components { if case .data(let b) = c, b.count < 4096 { inlineSize += b.count } }
         }
-        let size = WireEncoder.encodedSize(of: wire)
-        if size > sendBuffer.count {
-            if size > limits.maxRecordSize { throw .wire(.recordTooLarge(size: size, limit: limits.maxRecordSize)) }
+        if inlineSize > sendBuffer.count {
+            if inlineSize > limits.maxRecordSize {
+                throw .wire(.recordTooLarge(size: inlineSize, limit: limits.maxRecordSize))
+            }
             sendBuffer.deallocate()
-            sendBuffer = .allocate(byteCount: max(size, sendBuffer.count * 2), alignment: 8)
+            sendBuffer = .allocate(byteCount: max(inlineSize, sendBuffer.count * 2), alignment: 8)
         }
-        let encoded: WireEncoder.Encoded
+        // Header, table and inline bytes written straight into the reusable
+        // buffer; descriptors in record order into the scratch array.
+        let recordLength: Int
+        var descriptorCount = 0
         do {
-            encoded = try WireEncoder.encode(
-                msgid: message.msgid, replyPort: replyPort, components: wire,
-                into: sendBuffer, descriptors: descriptorScratch, limits: limits)
+            var writer = try WireWriter(
+                into: sendBuffer, msgid: message.msgid, hasReplyPort: replyPort != nil,
+                componentCount: message.components.count, limits: limits)
+            if let replyPort {
+                descriptorScratch[0] = replyPort
+                descriptorCount = 1
+            }
+            var nextSpilled = 0
+            for c in message.components {
+                switch c {
+                case .data(let b) where spill && b.count >= 4096:
+                    let m = spilled[nextSpilled]
+                    nextSpilled += 1
+                    try writer.appendLargeData(length: m.count)
+                    descriptorScratch[descriptorCount] = m.fd
+                    descriptorCount += 1
+                case .data(let b):
+                    try writer.appendData(b)
+                case .port(let right):
+                    try writer.appendPort()
+                    descriptorScratch[descriptorCount] = right.fd
+                    descriptorCount += 1
+                case .sharedMemory(let m):
+                    try writer.appendLargeData(length: m.count)
+                    descriptorScratch[descriptorCount] = m.fd
+                    descriptorCount += 1
+                }
+            }
+            recordLength = try writer.finish()
         } catch {
             throw .wire(error)
         }
@@ -82,9 +105,9 @@ final class MessageTransport {
             sendBuffer[5] |= WireFormat.Flags.replyExpected.rawValue
         }
         let controlLength = ControlMessage.encode(
-            descriptors: UnsafeBufferPointer(rebasing: descriptorScratch[0..<encoded.descriptorCount]),
+            descriptors: UnsafeBufferPointer(rebasing: descriptorScratch[0..<descriptorCount]),
             into: sendControl)
-        let record = UnsafeRawBufferPointer(rebasing: sendBuffer[0..<encoded.byteCount])
+        let record = UnsafeRawBufferPointer(rebasing: sendBuffer[0..<recordLength])
         while true {
             let outcome: UnixSocket.SendOutcome
             do {
@@ -165,19 +188,19 @@ final class MessageTransport {
             closeRest()
             throw .wire(error)
         }
-        var message = PCPortMessage(msgid: view.msgid)
-        message.sender = parsed.credentials
-        message.components.reserveCapacity(view.componentCount)
+        var replyPort: SendRight?
         if let r = view.replyPort {
-            message.replyPort = SendRight(adopting: r)
+            replyPort = SendRight(adopting: r)
             adopted += 1
         }
+        var components: [PCPortMessage.Component] = []
+        components.reserveCapacity(view.componentCount)
         for c in view.components {
             switch c {
             case .data(let bytes):
-                message.components.append(.data(Array(bytes)))
+                components.append(.data(Array(bytes)))
             case .port(let pfd):
-                message.components.append(.port(SendRight(adopting: pfd)))
+                components.append(.port(SendRight(adopting: pfd)))
                 adopted += 1
             case .largeData(let memfd, let length):
                 do {
@@ -188,13 +211,15 @@ final class MessageTransport {
                 }
                 adopted += 1  // SharedMemory owns it from here, even when mapping fails
                 do {
-                    message.components.append(.sharedMemory(try SharedMemory(adopting: memfd, length: length)))
+                    components.append(.sharedMemory(try SharedMemory(adopting: memfd, length: length)))
                 } catch {
                     closeRest()
                     throw .system(error)
                 }
             }
         }
+        var message = PCPortMessage(msgid: view.msgid, components: components, replyPort: replyPort)
+        message.sender = parsed.credentials
         return .message(message, replyExpected: view.flags.contains(.replyExpected))
     }
 }

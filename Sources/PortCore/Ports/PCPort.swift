@@ -12,7 +12,9 @@
 //
 // Failure rule: a connection whose peer sends a malformed record is closed
 // (its descriptors too) and reported to `onError`; the port keeps serving
-// every other connection.
+// every other connection. When accept fails for lack of descriptors
+// (EMFILE/ENFILE) the listening socket leaves the loops, so a
+// level-triggered listener cannot spin, and returns when a connection closes.
 //
 // Threads: the port's mutable state is protected by `lock`; handlers run on
 // the scheduled loop's thread only.
@@ -33,8 +35,8 @@ public protocol PCPortDelegate: AnyObject {
 
 public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     // Safe to share: immutable fields are set in init; `connections`,
-    // `scheduled`, `valid`, `delegate`, `handler` and `onError` are accessed
-    // with `lock` held; `transport` only on the loop thread inside a handler
+    // `scheduled`, `valid`, `delegate`, `handler`, `onError` and
+    // `acceptPaused` are accessed with `lock` held; `transport` only on the loop thread inside a handler
     // (one loop per port).
     public typealias Handler = (PCPortMessage) -> PCPortMessage?
 
@@ -49,6 +51,7 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     private var invalidationHandlers: [() -> Void] = []
     private var disconnectHandler: ((UInt64) -> Void)?
     private var nextConnectionID: UInt64 = 1
+    private var acceptPaused = false
     private let transport: MessageTransport
     let listeningFD: Int32?
     public let limits: PortLimits
@@ -122,11 +125,12 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
         } catch {
             throw .system(error)
         }
-        try addConnection(connection)
+        try addConnection(connection, peer: nil)
         return right
     }
 
-    private func addConnection(_ connection: ConnectionDescriptor) throws(PortError) {
+    /// `peer`: who connected (SO_PEERCRED), for an accepted connection.
+    private func addConnection(_ connection: ConnectionDescriptor, peer: Credentials?) throws(PortError) {
         // The source's closure owns the connection: the descriptor closes
         // when the source is gone and no reply right still holds it.
         let id = lock.withLock { () -> UInt64 in
@@ -135,7 +139,7 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
         }
         let source = PortSource(fileDescriptor: connection.fd, events: .readable, closesOnInvalidate: false) {
             [weak self] s in
-            self?.serve(s, connection, id)
+            self?.serve(s, connection, id, peer)
         }
         let targets: [(PCRunLoop, PCRunLoop.Mode)]? = lock.withLock {
             guard valid else { return nil }
@@ -157,11 +161,25 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     }
 
     private func dropConnection(_ source: PortSource, id: UInt64? = nil) {
-        let h: ((UInt64) -> Void)? = lock.withLock {
+        let (h, resume): (((UInt64) -> Void)?, (PortSource, [(PCRunLoop, PCRunLoop.Mode)])?) = lock.withLock {
             if connections[source.fileDescriptor] === source { connections[source.fileDescriptor] = nil }
-            return disconnectHandler
+            var resume: (PortSource, [(PCRunLoop, PCRunLoop.Mode)])?
+            if acceptPaused, valid, let l = listener {
+                acceptPaused = false
+                resume = (l, scheduled.map { ($0.loop, $0.mode) })
+            }
+            return (disconnectHandler, resume)
         }
         source.invalidate()
+        if let (listener, targets) = resume {
+            for (loop, mode) in targets {
+                do {
+                    try loop.add(listener, forMode: mode)
+                } catch {
+                    logger.error("cannot resume accepting on \(self): \(error)")
+                }
+            }
+        }
         if let id { h?(id) }
     }
 
@@ -180,7 +198,7 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
                 }
             }
             var all = Array(connections.values)
-            if let l = listener { all.append(l) }
+            if let l = listener, !acceptPaused { all.append(l) }
             return all
         }
         guard let sources else { throw .invalidated }
@@ -238,21 +256,37 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
             let fd: Int32?
             do {
                 fd = try UnixSocket.accept(lfd)
+            } catch where error.errno == .tooManyOpenFiles || error.errno == .tooManyOpenFilesInSystem {
+                logger.error("accept on \(self): \(error); pausing until a connection closes")
+                pauseAccepting()
+                return
             } catch {
                 logger.error("accept on \(self): \(error)")
                 return
             }
             guard let fd else { return }
             do {
-                try addConnection(ConnectionDescriptor(adopting: fd))
+                let peer = try? UnixSocket.peerCredentials(fd)
+                try addConnection(ConnectionDescriptor(adopting: fd), peer: peer)
             } catch {
                 logger.error("cannot serve a new connection: \(error)")
             }
         }
     }
 
+    /// Takes the listening socket out of every loop until a connection closes.
+    private func pauseAccepting() {
+        let paused: (PortSource, [(PCRunLoop, PCRunLoop.Mode)])? = lock.withLock {
+            guard valid, !acceptPaused, let l = listener else { return nil }
+            acceptPaused = true
+            return (l, scheduled.map { ($0.loop, $0.mode) })
+        }
+        guard let (listener, targets) = paused else { return }
+        for (loop, mode) in targets { loop.remove(listener, forMode: mode) }
+    }
+
     /// Reads every record queued on one connection and delivers each.
-    private func serve(_ source: PortSource, _ connection: ConnectionDescriptor, _ id: UInt64) {
+    private func serve(_ source: PortSource, _ connection: ConnectionDescriptor, _ id: UInt64, _ peer: Credentials?) {
         while source.isValid {
             let received: MessageTransport.Received
             do {
@@ -269,8 +303,14 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
                 return
             case .message(var message, let replyExpected):
                 message.connectionID = id
+                message.connectionCredentials = peer
                 if replyExpected {
                     deliverRequest(message, source, connection, id)
+                    // A requester waits for this reply before it sends again,
+                    // so the connection is most likely empty: skip the read
+                    // that would only say EAGAIN. If more is queued after all,
+                    // level-triggered epoll reports it in the next pass.
+                    return
                 } else {
                     _ = deliver(message)
                 }
@@ -290,6 +330,7 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     ) {
         var replyRight = SendRight(connection: connection, oneShotReply: true, limits: limits)
         var message = request
+        message.passedReplyPort = request.replyPort
         message.replyPort = replyRight
         let msgid = message.msgid
         let reply = deliver(message)

@@ -47,12 +47,21 @@ public struct PCPortMessage: @unchecked Sendable {
     /// Where to send a reply: the seeds' `sendPort`. On receipt of a request
     /// (`SendRight.request`) this is the one-shot reply right.
     public var replyPort: SendRight?
+    /// On receipt of a request (REPLY_EXPECTED) that also carried a reply
+    /// port (REPLY_PORT): that port, which `replyPort` (the one-shot reply
+    /// right) would otherwise hide. The name server keeps it, e.g. as a
+    /// watcher's port. Nil otherwise.
+    public internal(set) var passedReplyPort: SendRight?
     /// Who sent the message, as the kernel reported it. Nil on messages built locally.
     public internal(set) var sender: Credentials?
     /// Which of the receiving port's connections (rights) the message came
     /// in on; unique per port for the port's lifetime. See
     /// `PCPort.onDisconnect`. Nil on messages built locally.
     public internal(set) var connectionID: UInt64?
+    /// Who made that connection (SO_PEERCRED when the port accepted it on
+    /// its listening socket): not necessarily the sender. Nil for rights the
+    /// port minted itself (socketpair) and on messages built locally.
+    public internal(set) var connectionCredentials: Credentials?
 
     public init(msgid: UInt32, components: [Component] = [], replyPort: SendRight? = nil) {
         self.msgid = msgid
@@ -60,6 +69,8 @@ public struct PCPortMessage: @unchecked Sendable {
         self.replyPort = replyPort
         self.sender = nil
         self.connectionID = nil
+        self.connectionCredentials = nil
+        self.passedReplyPort = nil
     }
 
     /// A message with data components from strings (UTF-8).

@@ -65,7 +65,7 @@ public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvert
     }
 
     /// The private mode a request runs the loop in.
-    var replyMode: PCRunLoop.Mode { PCRunLoop.Mode("org.portd.reply.\(id)") }
+    private(set) lazy var replyMode = PCRunLoop.Mode("org.portd.reply.\(id)")
 
     public var description: String { "SendRight(fd: \(fd))" }
     public static func == (a: SendRight, b: SendRight) -> Bool { a === b }
@@ -139,23 +139,9 @@ public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvert
     ) throws(PortError) -> RequestResult {
         let loop = PCRunLoop.current
         return try lock.withLock { () throws(PortError) -> RequestResult in
-            guard !closed else { throw .invalidated }
-            if asyncInFlight { throw .requestInProgress }
-            let t = transport ?? MessageTransport(limits: limits)
-            transport = t
-            if peerGone { return .invalidPort }
+            if let early = try sendRequestLocked(message, sendTimeout: sendTimeout) { return early }
+            // Level-triggered: a reply that is already there is reported at once.
             try ensureReplySource(on: loop)
-            switch try t.send(
-                message, on: fd, replyPort: message.replyPort?.fd, replyExpected: true,
-                before: .now() + sendTimeout)
-            {
-            case .sent: break
-            case .timedOut: return .sendTimedOut
-            case .receiverGone: return .invalidPort
-            }
-            pendingReplies += 1
-            reply = nil
-            replyError = nil
             let deadline = loop.clock.now() + receiveTimeout
             while true {
                 if let r = reply {
@@ -180,24 +166,31 @@ public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvert
     /// there is nothing to wait for.
     func beginAsyncRequest(_ message: PCPortMessage, sendTimeout: Duration) throws(PortError) -> RequestResult? {
         try lock.withLock { () throws(PortError) -> RequestResult? in
-            guard !closed else { throw .invalidated }
-            if asyncInFlight { throw .requestInProgress }
-            let t = transport ?? MessageTransport(limits: limits)
-            transport = t
-            if peerGone { return .invalidPort }
-            switch try t.send(
-                message, on: fd, replyPort: message.replyPort?.fd, replyExpected: true, before: .now() + sendTimeout)
-            {
-            case .sent: break
-            case .timedOut: return .sendTimedOut
-            case .receiverGone: return .invalidPort
-            }
-            pendingReplies += 1
-            reply = nil
-            replyError = nil
+            if let early = try sendRequestLocked(message, sendTimeout: sendTimeout) { return early }
             asyncInFlight = true
             return nil
         }
+    }
+
+    /// Lock held: sends the request half of a request; a result when there
+    /// is no reply to wait for, nil when one is now awaited.
+    private func sendRequestLocked(_ message: PCPortMessage, sendTimeout: Duration) throws(PortError) -> RequestResult? {
+        guard !closed else { throw .invalidated }
+        if asyncInFlight { throw .requestInProgress }
+        let t = transport ?? MessageTransport(limits: limits)
+        transport = t
+        if peerGone { return .invalidPort }
+        switch try t.send(
+            message, on: fd, replyPort: message.replyPort?.fd, replyExpected: true, before: .now() + sendTimeout)
+        {
+        case .sent: break
+        case .timedOut: return .sendTimedOut
+        case .receiverGone: return .invalidPort
+        }
+        pendingReplies += 1
+        reply = nil
+        replyError = nil
+        return nil
     }
 
     /// On the background loop: reads what is there; a result once the reply

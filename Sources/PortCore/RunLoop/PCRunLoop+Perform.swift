@@ -60,6 +60,7 @@ extension PCRunLoop {
 
     /// Step 4, first half: runs the requests queued for this mode.
     func runPerformRequests(_ ms: ModeState) {
+        guard performHint.load(ordering: .relaxed) > 0 else { return }
         let batch: [PerformRequest] = lock.withLock {
             guard !performQueue.isEmpty else { return [] }
             var run: [PerformRequest] = []

@@ -42,9 +42,13 @@ extension PCRunLoop {
     public func run(mode: Mode, before deadline: MonotonicInstant, returnAfterSourceHandled: Bool = false) -> RunResult {
         precondition(isCurrent, "a PCRunLoop runs only on the thread that owns it")
         precondition(mode != .common, "run in a concrete mode, not the common pseudo-mode")
-        let ms: ModeState = lock.withLock { modeState(mode) }
-        if isEmpty(ms) { return .finished }
-        lock.withLock { ms.runDepth += 1 }
+        let ms: ModeState? = lock.withLock {
+            let ms = modeState(mode)
+            if isEmptyLocked(ms) { return nil }
+            ms.runDepth += 1
+            return ms
+        }
+        guard let ms else { return .finished }
         modeStack.append(ms)
         defer {
             modeStack.removeLast()
@@ -60,10 +64,14 @@ extension PCRunLoop {
 
     private func runPasses(_ ms: ModeState, deadline: MonotonicInstant, returnAfterSourceHandled: Bool) -> RunResult {
         if takeStopRequest() { return .stopped }
-        // Per run, not per loop: a nested run in a callout must not
-        // overwrite the batch its caller is dispatching.
-        let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: Int(Self.eventCapacity))
-        defer { events.deallocate() }
+        // One buffer per run depth, not per loop: a nested run in a callout
+        // must not overwrite the batch its caller is dispatching. Kept for
+        // the next run at the same depth (no allocation per run).
+        let depth = modeStack.count - 1
+        while eventBuffers.count <= depth {
+            eventBuffers.append(.allocate(capacity: Int(Self.eventCapacity)))
+        }
+        let events = eventBuffers[depth]
         var ready: [PortSource] = []
         while true {
             notify(ms, .beforeTimers)
@@ -136,7 +144,13 @@ extension PCRunLoop {
             armedDeadline = nil
             return
         }
-        guard target != armedDeadline else { return }
+        // An armed deadline earlier than needed is kept: it costs at most one
+        // spurious wake-up (the pass goes round and re-arms), where re-arming
+        // costs a system call on every run with a fresh deadline (each
+        // request/reply has one).
+        if let armed = armedDeadline, let t = target, armed <= t { return }
+        if armedDeadline == nil && target == nil { return }
+        if let armed = armedDeadline, target == nil, armed > .now() { return }
         setTimerFD(target)
         armedDeadline = target
     }
@@ -206,6 +220,7 @@ extension PCRunLoop {
     /// Step 4: performs every signalled custom source of this mode, lower
     /// order first; sources of other modes stay signalled.
     private func performSignalledSources(_ ms: ModeState) -> Bool {
+        guard signalledHint.load(ordering: .relaxed) > 0 else { return false }
         let due: [RunLoopSource] = lock.withLock {
             guard !signalled.isEmpty else { return [] }
             var due: [RunLoopSource] = []
@@ -265,8 +280,11 @@ extension PCRunLoop {
     }
 
     func isEmpty(_ ms: ModeState) -> Bool {
-        lock.withLock {
-            !ms.hasSourcesOrTimers && !performQueue.contains { $0.matches(ms.mode, commonModes: commonModes) }
-        }
+        lock.withLock { isEmptyLocked(ms) }
+    }
+
+    /// Lock held.
+    func isEmptyLocked(_ ms: ModeState) -> Bool {
+        !ms.hasSourcesOrTimers && !performQueue.contains { $0.matches(ms.mode, commonModes: commonModes) }
     }
 }

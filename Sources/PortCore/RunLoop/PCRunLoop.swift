@@ -40,6 +40,7 @@
 
 import CPortSystem
 import Glibc
+import Synchronization
 
 public final class PCRunLoop: @unchecked Sendable {
     // Safe to share: immutable fields are set in init; fields under
@@ -88,9 +89,23 @@ public final class PCRunLoop: @unchecked Sendable {
     var modes: [Mode: ModeState] = [:]
     var commonModes: Set<Mode> = [.default]
     var commonItems: [ObjectIdentifier: CommonItem] = [:]
-    var signalled: [ObjectIdentifier: RunLoopSource] = [:]
-    var performQueue: [PerformRequest] = []
-    var stopRequested = false
+    var stopRequested = false {
+        didSet { stopHint.store(stopRequested, ordering: .relaxed) }
+    }
+    var performQueue: [PerformRequest] = [] {
+        didSet { performHint.store(performQueue.count, ordering: .relaxed) }
+    }
+    var signalled: [ObjectIdentifier: RunLoopSource] = [:] {
+        didSet { signalledHint.store(signalled.count, ordering: .relaxed) }
+    }
+    // Lock-free hints of the three fields above, written under the lock
+    // whenever they change, read by the owner thread to skip taking the lock
+    // when there is nothing to do. A stale zero is harmless: whoever adds
+    // work wakes the loop if it sleeps, and the sleep decision re-checks
+    // under the lock.
+    let stopHint = Atomic<Bool>(false)
+    let performHint = Atomic<Int>(0)
+    let signalledHint = Atomic<Int>(0)
     var sleeping = false
     var nextSequence: UInt64 = 1
     var nextToken: UInt64 = 2
@@ -99,6 +114,8 @@ public final class PCRunLoop: @unchecked Sendable {
 
     var modeStack: [ModeState] = []
     var armedDeadline: MonotonicInstant? = nil
+    /// epoll_wait buffers, one per run depth.
+    var eventBuffers: [UnsafeMutablePointer<epoll_event>] = []
 
     enum CommonItem {
         case port(PortSource)
@@ -132,6 +149,7 @@ public final class PCRunLoop: @unchecked Sendable {
     }
 
     deinit {
+        for b in eventBuffers { b.deallocate() }
         modes.removeAll()
         SystemCall.close(bareEpoll)
         SystemCall.close(timerFD)
@@ -225,7 +243,8 @@ public final class PCRunLoop: @unchecked Sendable {
     }
 
     func takeStopRequest() -> Bool {
-        lock.withLock {
+        guard stopHint.load(ordering: .relaxed) else { return false }
+        return lock.withLock {
             guard stopRequested else { return false }
             stopRequested = false
             return true

@@ -1,5 +1,5 @@
 // MonotonicInstant and RunLoopClock: all run-loop time is CLOCK_MONOTONIC
-// nanoseconds. A clock is injectable so that timer logic is tested with a
+// nanoseconds (WallClock, CLOCK_REALTIME, only dates what people read). A clock is injectable so that timer logic is tested with a
 // clock the test moves (ManualClock), not with sleeps.
 
 import CPortSystem
@@ -48,6 +48,18 @@ extension Duration {
         let (ns, o) = s.multipliedReportingOverflow(by: 1_000_000_000)
         if o { return s < 0 ? .min : .max }
         return ns.addingReportingOverflow(atto / 1_000_000_000).overflow ? (s < 0 ? .min : .max) : ns + atto / 1_000_000_000
+    }
+}
+
+/// The wall clock, for timestamps people read ("since when"), never for
+/// deadlines: it jumps when the system time is set.
+package enum WallClock {
+    /// Milliseconds since the Unix epoch (CLOCK_REALTIME). The corresponding
+    /// C function is `clock_gettime`.
+    package static func unixMilliseconds() -> UInt64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return UInt64(max(ts.tv_sec, 0)) &* 1000 &+ UInt64(ts.tv_nsec / 1_000_000)
     }
 }
 

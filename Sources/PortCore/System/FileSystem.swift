@@ -1,5 +1,6 @@
 // FileSystem: the few path operations the daemon's socket and runtime
-// directory need (lstat, fstat, mkdir, unlink, chmod), each wrapped once.
+// directories need (lstat, fstat, mkdir, unlink, rmdir, chmod, readdir), each
+// wrapped once.
 //
 // Invariants: paths are never followed through a final symlink (lstat), so
 // a check of "is this our private directory / our socket" looks at the
@@ -9,6 +10,7 @@
 
 import CPortSystem
 import Glibc
+import SystemPackage
 
 /// What `lstat`/`fstat` say about one filesystem entry.
 package struct FileStatus: Sendable, Equatable {
@@ -86,8 +88,51 @@ package enum FileSystem {
         }
     }
 
+    /// Removes an empty directory; false when it was not there or is not
+    /// empty. The corresponding C function is `rmdir`.
+    @discardableResult
+    package static func removeDirectory(_ path: String) throws(SystemCallError) -> Bool {
+        do {
+            _ = try SystemCall.must("rmdir(\(path))") { rmdir(path) }
+            return true
+        } catch where error.errno == .noSuchFileOrDirectory || error.errno == .directoryNotEmpty {
+            return false
+        }
+    }
+
     /// The corresponding C function is `chmod`.
     package static func setPermissions(_ path: String, _ permissions: UInt32) throws(SystemCallError) {
         _ = try SystemCall.must("chmod(\(path))") { chmod(path, mode_t(permissions)) }
+    }
+
+    /// The names of the entries of directory `path`, without "." and "..",
+    /// in no particular order, or nil when nothing is there. A final
+    /// symlink is not followed (ELOOP). The corresponding C functions are
+    /// `open(O_DIRECTORY | O_NOFOLLOW)`, `fdopendir`, `readdir` and `closedir`.
+    package static func entries(ofDirectory path: String) throws(SystemCallError) -> [String]? {
+        let fd: Int32
+        do {
+            fd = try SystemCall.must("open(\(path), O_DIRECTORY)") {
+                open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            }
+        } catch where error.errno == .noSuchFileOrDirectory {
+            return nil
+        }
+        guard let stream = fdopendir(fd) else {
+            let e = port_errno()
+            SystemCall.close(fd)
+            throw SystemCallError(call: "fdopendir(\(path))", errno: Errno(rawValue: e))
+        }
+        defer { closedir(stream) }  // closes fd too
+        var names: [String] = []
+        // readdir returns NULL at the end; its only errors (EBADF) cannot
+        // happen on a stream opened here.
+        while let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
     }
 }

@@ -79,8 +79,10 @@ struct SystemdNotifier: Sendable {
         return ["STATUS=\(Self.oneLine(text))"]
     }
 
-    /// The corresponding C function is `sd_notify`.
-    private func send(_ assignments: [String]) throws(SystemCallError) -> Bool {
+    /// Sends `assignments` as one notification (the extensions in
+    /// SystemdNotifier+*.swift build theirs on it). The corresponding C
+    /// function is `sd_notify`.
+    func send(_ assignments: [String]) throws(SystemCallError) -> Bool {
         let state = assignments.joined(separator: "\n")
         return try Self.check(sd_notify(0, state), call: "sd_notify(\(assignments.first ?? ""))")
     }

@@ -7,6 +7,8 @@ Descriptor 3 is a send right (a connected SOCK_SEQPACKET socket) to a port.
                                  component NAME), then wait for one message on our port,
                                  print its first component, exit 0
   port_peer.py checkin-and-die NAME   check in, then exit at once (the port dies with us)
+  port_peer.py checkin-and-wait NAME  check in, print "ready", then wait forever (to be killed)
+  port_peer.py unsealed-memfd    send a large-data component whose memfd is not sealed
 """
 import os
 import socket
@@ -47,14 +49,25 @@ def main():
         for i in range(n):
             right.send(encode(i, [tag]))
         return 0
-    if verb in ("checkin", "checkin-and-die"):
+    if verb in ("checkin", "checkin-and-die", "checkin-and-wait"):
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         socket.send_fds(right, [encode(100, [sys.argv[2].encode()], reply_port=True)], [theirs.fileno()])
         theirs.close()
         if verb == "checkin-and-die":
             os._exit(0)
+        if verb == "checkin-and-wait":
+            print("ready", flush=True)
+            while True:
+                mine.recv(65536)
         msgid, comps = decode(mine.recv(65536))
         print(comps[0].decode() if comps else "", flush=True)
+        return 0
+    if verb == "unsealed-memfd":
+        fd = os.memfd_create("unsealed", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+        os.write(fd, b"x" * 4096)
+        header = MAGIC + struct.pack("<BBHI", VERSION, 0, 1, 7)
+        table = struct.pack("<B3xI", 3, 4096)  # kind 3: large data in a sealed memfd (it is not)
+        socket.send_fds(right, [header + table], [fd])
         return 0
     return 2
 

@@ -1,0 +1,232 @@
+// ConfigurationBuilder: what each section and key of portd.conf(5) means,
+// applied document by document to one growing PortdConfiguration.
+//
+//   [Limits]  NamesPerClient= PendingLookupsPerClient= WatchesPerClient=
+//             ClientsPerUID= MaxRequestBytes= MaxClients=
+//             (later wins; empty: back to the default)
+//   [Policy]  DefaultRegister= DefaultLookUp=  allow|deny (empty: allow)
+//             AllowRegister= DenyRegister= AllowLookUp= DenyLookUp=
+//             PATTERN PRINCIPAL... (appended; empty: forget every rule of
+//             that operation read so far)
+//   [Port]    Name= (required), CheckInUser= CheckInGroup= LookUp=
+//             (lists: appended; empty: reset), Exec= or Unit= (later wins;
+//             empty: no activation). A [Port] whose Name= was declared
+//             before (in this file or an earlier one) adds to that port.
+//
+// Sections and keys starting with "X-" are ignored, as systemd ignores
+// them (room for extensions); any other unknown section or key is an error.
+// Every error names the file and line of the offending assignment.
+
+struct ConfigurationBuilder {
+    private(set) var configuration = PortdConfiguration()
+    private let accounts: any AccountDatabase
+
+    init(accounts: any AccountDatabase) {
+        self.accounts = accounts
+    }
+
+    mutating func apply(_ document: IniDocument) throws(ConfigurationError) {
+        configuration.sources.append(document.file)
+        for section in document.sections {
+            switch section.name {
+            case "Limits": try applyLimits(section, file: document.file)
+            case "Policy": try applyPolicy(section, file: document.file)
+            case "Port": try applyPort(section, file: document.file)
+            case let name where name.hasPrefix("X-"): continue
+            default:
+                throw ConfigurationError(
+                    file: document.file, line: section.line,
+                    "unknown section [\(section.name)] (known: [Limits], [Policy], [Port])")
+            }
+        }
+    }
+
+    // MARK: - [Limits]
+
+    private mutating func applyLimits(_ section: IniDocument.Section, file: String) throws(ConfigurationError) {
+        for assignment in section.assignments {
+            guard let key = DaemonLimits.keys.first(where: { $0.name == assignment.key }) else {
+                if assignment.key.hasPrefix("X-") { continue }
+                throw unknownKey(assignment, in: section, file: file)
+            }
+            if assignment.value.isEmpty {
+                configuration.limits[keyPath: key.field] = DaemonLimits.default[keyPath: key.field]
+                continue
+            }
+            configuration.limits[keyPath: key.field] = try located(assignment, file) { () throws(InvalidValue) in
+                try DaemonLimits.parse(assignment.value, for: key)
+            }
+        }
+    }
+
+    // MARK: - [Policy]
+
+    private mutating func applyPolicy(_ section: IniDocument.Section, file: String) throws(ConfigurationError) {
+        for assignment in section.assignments {
+            let value = assignment.value
+            switch assignment.key {
+            case "DefaultRegister":
+                configuration.policy.defaultRegister = try verdict(assignment, file)
+            case "DefaultLookUp":
+                configuration.policy.defaultLookUp = try verdict(assignment, file)
+            case "AllowRegister", "DenyRegister", "AllowLookUp", "DenyLookUp":
+                let operation: Policy.Operation = assignment.key.hasSuffix("Register") ? .register : .lookUp
+                if value.isEmpty {
+                    configuration.policy.rules.removeAll { $0.operation == operation }
+                    continue
+                }
+                let accounts = self.accounts
+                let rule = try located(assignment, file) { () throws(InvalidValue) in
+                    let words = try QuotedWords.split(value)
+                    guard words.count >= 2 else {
+                        throw InvalidValue(
+                            "\(assignment.key)= needs a name pattern and at least one principal, "
+                                + "as in '\(assignment.key)=org.example.* user:alice group:staff'")
+                    }
+                    return Policy.Rule(
+                        verdict: assignment.key.hasPrefix("Allow") ? .allow : .deny, operation: operation,
+                        pattern: try NamePattern(words[0]),
+                        principals: try words.dropFirst().map { (word) throws(InvalidValue) in
+                            try Principal.parse(word, accounts: accounts)
+                        },
+                        origin: "\(file):\(assignment.line)")
+                }
+                configuration.policy.rules.append(rule)
+            default:
+                if assignment.key.hasPrefix("X-") { continue }
+                throw unknownKey(assignment, in: section, file: file)
+            }
+        }
+    }
+
+    private func verdict(_ assignment: IniDocument.Assignment, _ file: String) throws(ConfigurationError) -> Policy.Verdict {
+        switch assignment.value {
+        case "", "allow": return .allow
+        case "deny": return .deny
+        default:
+            throw ConfigurationError(
+                file: file, line: assignment.line, "\(assignment.key)= is 'allow' or 'deny', not '\(assignment.value)'")
+        }
+    }
+
+    // MARK: - [Port]
+
+    private mutating func applyPort(_ section: IniDocument.Section, file: String) throws(ConfigurationError) {
+        let names = section.assignments.filter { $0.key == "Name" }
+        guard let nameAssignment = names.first else {
+            throw ConfigurationError(file: file, line: section.line, "[Port] needs Name=, the port's name")
+        }
+        if let other = names.dropFirst().first(where: { $0.value != nameAssignment.value }) {
+            throw ConfigurationError(
+                file: file, line: other.line,
+                "a [Port] section declares one port; Name= is already '\(nameAssignment.value)' (line \(nameAssignment.line))")
+        }
+        let name = nameAssignment.value
+        if let problem = DeclaredPort.nameProblem(name) {
+            throw ConfigurationError(file: file, line: nameAssignment.line, problem)
+        }
+
+        var port: DeclaredPort
+        let existing = configuration.declaredPorts.firstIndex { $0.name == name }
+        if let existing {
+            port = configuration.declaredPorts[existing]
+        } else {
+            port = DeclaredPort(name: name, origin: "\(file):\(nameAssignment.line)")
+        }
+
+        var activationLine: (key: String, line: Int)? = nil
+        for assignment in section.assignments {
+            let value = assignment.value
+            let accounts = self.accounts
+            switch assignment.key {
+            case "Name":
+                continue
+            case "CheckInUser":
+                if value.isEmpty {
+                    port.checkInUIDs = []
+                    continue
+                }
+                port.checkInUIDs += try located(assignment, file) { () throws(InvalidValue) in
+                    try QuotedWords.split(value).map { (word) throws(InvalidValue) in
+                        try Principal.userID(word, accounts: accounts)
+                    }
+                }
+            case "CheckInGroup":
+                if value.isEmpty {
+                    port.checkInGIDs = []
+                    continue
+                }
+                port.checkInGIDs += try located(assignment, file) { () throws(InvalidValue) in
+                    try QuotedWords.split(value).map { (word) throws(InvalidValue) in
+                        try Principal.groupID(word, accounts: accounts)
+                    }
+                }
+            case "LookUp":
+                if value.isEmpty {
+                    port.lookUp = []
+                    continue
+                }
+                port.lookUp += try located(assignment, file) { () throws(InvalidValue) in
+                    try QuotedWords.split(value).map { (word) throws(InvalidValue) in
+                        try Principal.parse(word, accounts: accounts)
+                    }
+                }
+            case "Exec", "Unit":
+                if let earlier = activationLine, earlier.key != assignment.key, !value.isEmpty {
+                    throw ConfigurationError(
+                        file: file, line: assignment.line,
+                        "a port is activated by Exec= or by Unit=, not both (\(earlier.key)= is on line \(earlier.line))")
+                }
+                if value.isEmpty {
+                    port.activation = .none
+                    activationLine = nil
+                    continue
+                }
+                activationLine = (assignment.key, assignment.line)
+                port.activation = try located(assignment, file) { () throws(InvalidValue) in
+                    try Self.activation(key: assignment.key, value: value)
+                }
+            default:
+                if assignment.key.hasPrefix("X-") { continue }
+                throw unknownKey(assignment, in: section, file: file)
+            }
+        }
+
+        if let existing {
+            configuration.declaredPorts[existing] = port
+        } else {
+            configuration.declaredPorts.append(port)
+        }
+    }
+
+    private static func activation(key: String, value: String) throws(InvalidValue) -> DeclaredPort.Activation {
+        if key == "Unit" {
+            if let problem = DeclaredPort.unitProblem(value) { throw InvalidValue(problem) }
+            return .unit(value)
+        }
+        let words = try QuotedWords.split(value)
+        guard let program = words.first, program.hasPrefix("/") else {
+            throw InvalidValue("Exec= needs an absolute program path first, as in 'Exec=/usr/libexec/example --serve'")
+        }
+        return .command(words)
+    }
+
+    // MARK: - Errors
+
+    private func unknownKey(_ assignment: IniDocument.Assignment, in section: IniDocument.Section, file: String)
+        -> ConfigurationError
+    {
+        ConfigurationError(file: file, line: assignment.line, "unknown key '\(assignment.key)' in [\(section.name)]")
+    }
+
+    /// Runs `body`, turning an InvalidValue into an error at `assignment`'s line.
+    private func located<T>(
+        _ assignment: IniDocument.Assignment, _ file: String, _ body: () throws(InvalidValue) -> T
+    ) throws(ConfigurationError) -> T {
+        do {
+            return try body()
+        } catch {
+            throw ConfigurationError(file: file, line: assignment.line, error.message)
+        }
+    }
+}

@@ -1,0 +1,110 @@
+// IniDocument: the syntax of portd.conf, the "INI" style of systemd unit
+// files (systemd.syntax(7)), parsed into sections of assignments and
+// nothing more: what the keys mean is PortdConfiguration's business.
+//
+// Rules, all of them:
+//   - a line is split at "\n"; a "\r" before it and a UTF-8 byte-order mark
+//     at the start of the file are ignored;
+//   - blank lines and lines whose first non-blank character is "#" or ";"
+//     are comments;
+//   - "[Name]" starts a section (Name is not empty and has no "[" or "]");
+//     sections may repeat;
+//   - "Key=Value" is an assignment: blanks around the key and around the
+//     value are dropped; a key is letters, digits and "-", starting with a
+//     letter; the value may be empty (an empty assignment, which resets a
+//     list);
+//   - a line ending in "\" continues on the next one: the backslash becomes
+//     a space; comment lines inside a continuation are skipped, as systemd
+//     does; the assignment has the line number of its first line;
+//   - an assignment before the first section, or any other line, is an
+//     error naming the line.
+// Pure: text in, document or ConfigurationError out.
+
+struct IniDocument: Equatable, Sendable {
+    struct Assignment: Equatable, Sendable {
+        let key: String
+        let value: String
+        /// 1-based number of the line the assignment starts on.
+        let line: Int
+    }
+
+    struct Section: Equatable, Sendable {
+        let name: String
+        /// 1-based number of the header line.
+        let line: Int
+        var assignments: [Assignment]
+    }
+
+    /// The file the text came from, for error messages.
+    let file: String
+    var sections: [Section]
+
+    /// Parses `text`; `file` only names it in errors.
+    init(parsing text: String, file: String) throws(ConfigurationError) {
+        self.file = file
+        sections = []
+        // "\r\n" is one Character in Swift, so split on both.
+        var lines = text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" })
+        if let first = lines.first, first.hasPrefix("\u{FEFF}") { lines[0] = first.dropFirst() }
+
+        var index = 0
+        while index < lines.count {
+            let number = index + 1
+            var line = Self.trimmed(lines[index])
+            index += 1
+            if line.isEmpty || Self.isComment(line) { continue }
+
+            // Continuations: "\" at the end joins the next non-comment line.
+            while line.hasSuffix("\\") {
+                line = String(line.dropLast()) + " "
+                while index < lines.count, Self.isComment(Self.trimmed(lines[index])) { index += 1 }
+                guard index < lines.count else { break }
+                line += Self.trimmed(lines[index])
+                index += 1
+            }
+            line = Self.trimmed(line[...])
+
+            if line.hasPrefix("[") {
+                guard line.hasSuffix("]"), line.count > 2 else {
+                    throw ConfigurationError(file: file, line: number, "a section header is '[Name]', not '\(line)'")
+                }
+                let name = String(line.dropFirst().dropLast())
+                guard !name.contains("["), !name.contains("]") else {
+                    throw ConfigurationError(file: file, line: number, "a section header is '[Name]', not '\(line)'")
+                }
+                sections.append(Section(name: name, line: number, assignments: []))
+                continue
+            }
+
+            guard let equals = line.firstIndex(of: "=") else {
+                throw ConfigurationError(file: file, line: number, "expected 'Key=Value' or '[Section]', not '\(line)'")
+            }
+            let key = Self.trimmed(line[..<equals])
+            let value = Self.trimmed(line[line.index(after: equals)...])
+            guard Self.isValidKey(key) else {
+                throw ConfigurationError(file: file, line: number, "'\(key)' is not a key (letters, digits and '-')")
+            }
+            guard !sections.isEmpty else {
+                throw ConfigurationError(file: file, line: number, "'\(key)=' comes before any [Section]")
+            }
+            sections[sections.count - 1].assignments.append(Assignment(key: key, value: value, line: number))
+        }
+    }
+
+    private static func trimmed(_ s: Substring) -> String {
+        String(s.drop(while: { $0 == " " || $0 == "\t" }).reversed().drop(while: { $0 == " " || $0 == "\t" }).reversed())
+    }
+
+    private static func isComment(_ line: String) -> Bool {
+        line.hasPrefix("#") || line.hasPrefix(";")
+    }
+
+    private static func isValidKey(_ key: String) -> Bool {
+        guard let first = key.unicodeScalars.first, ("A"..."Z").contains(first) || ("a"..."z").contains(first) else {
+            return false
+        }
+        return key.unicodeScalars.allSatisfy { s in
+            ("A"..."Z").contains(s) || ("a"..."z").contains(s) || ("0"..."9").contains(s) || s == "-"
+        }
+    }
+}

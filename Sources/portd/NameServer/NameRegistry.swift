@@ -1,0 +1,428 @@
+// NameRegistry: the name server's state and rules, as plain values: no
+// sockets, no run loop, no clock of its own (callers pass the time), so
+// every rule is tested without a process (NameRegistryTests).
+//
+// What it holds: for each name, one owner and a FIFO queue of waiting
+// owners (D-Bus semantics); the clients (connections to portd) and what each
+// holds; watches (one name or all names); lookups waiting for a name to
+// appear, each with a deadline.
+//
+// Invariants:
+//   - a name is in `entries` exactly while it has an owner; an owner or a
+//     queued owner is never the same client twice for one name;
+//   - a client's `names` is exactly the names it owns or waits for, and
+//     counts against `namesPerClient`; its `lookups` and `watches` are
+//     exactly its pending lookups and watches;
+//   - a lookup waits only for a name without an owner: the change that gives
+//     the name an owner takes every lookup waiting for it (oldest first);
+//   - every mutation that changes an owner returns an `OwnerChange` naming
+//     the watchers to tell, computed after the mutation (a client that goes
+//     is not told about its own departure);
+//   - the registry never calls out: what to send to whom is in its results.
+
+import PortCore
+
+/// One connection to portd's control socket (`PCPortMessage.connectionID`).
+typealias ClientID = UInt64
+
+/// An owner of a name, or an owner waiting in a name's queue.
+struct NameOwner: Equatable, Sendable {
+    let client: ClientID
+    /// Who asked, as the kernel reported it (SCM_CREDENTIALS).
+    let credentials: Credentials
+    /// Since when it owns the name, Unix milliseconds; while queued, when it asked.
+    let sinceMilliseconds: UInt64
+    /// It accepts being replaced by a request with "replace-existing".
+    let allowsReplacement: Bool
+    /// Identifies the registration request, so the name server can keep
+    /// what a queued owner gave (where to send NAME_ACQUIRED) by it.
+    let ticket: UInt64
+}
+
+/// The option words of a REGISTER request.
+struct RegisterOptions: OptionSet, Sendable, Hashable {
+    let rawValue: UInt8
+    static let allowReplacement = RegisterOptions(rawValue: 1)
+    static let replaceExisting = RegisterOptions(rawValue: 2)
+    static let doNotQueue = RegisterOptions(rawValue: 4)
+}
+
+struct WatchID: Hashable, Comparable, Sendable {
+    let raw: UInt64
+    static func < (a: WatchID, b: WatchID) -> Bool { a.raw < b.raw }
+}
+
+struct LookupID: Hashable, Comparable, Sendable {
+    let raw: UInt64
+    static func < (a: LookupID, b: LookupID) -> Bool { a.raw < b.raw }
+}
+
+/// A lookup waiting for a name to get an owner.
+struct PendingLookup: Equatable, Sendable {
+    let id: LookupID
+    let client: ClientID
+    let name: PortName
+    let deadline: MonotonicInstant
+}
+
+/// A name changed owner: what watchers are told (NAME_OWNER_CHANGED).
+struct OwnerChange: Equatable, Sendable {
+    enum Kind: String, Sendable {
+        /// The name had no owner; `new` has it now.
+        case registered
+        /// `old` released it or went away; `new` is the next queued owner, or nil.
+        case released
+        /// `new` took it from `old`, which allowed replacement.
+        case replaced
+    }
+
+    let name: PortName
+    let kind: Kind
+    let old: NameOwner?
+    let new: NameOwner?
+    /// The watches to tell, in the order they were made.
+    let watchers: [WatchID]
+    /// Lookups that were waiting for the name: `new` answers them.
+    let answeredLookups: [PendingLookup]
+}
+
+/// A per-client or per-uid limit that a request would exceed.
+enum LimitExceeded: Error, Equatable, Sendable, CustomStringConvertible {
+    case namesPerClient(Int)
+    case pendingLookupsPerClient(Int)
+    case watchesPerClient(Int)
+    case clientsPerUID(uid: UInt32, limit: Int)
+
+    var description: String {
+        switch self {
+        case .namesPerClient(let n): "a client may own or wait for at most \(n) names"
+        case .pendingLookupsPerClient(let n): "a client may have at most \(n) lookups waiting"
+        case .watchesPerClient(let n): "a client may have at most \(n) watches"
+        case .clientsPerUID(let uid, let n): "uid \(uid) already has \(n) clients connected"
+        }
+    }
+}
+
+struct NameRegistry {
+    /// Bounds on what one client (or one uid) may hold.
+    struct Limits: Equatable, Sendable {
+        /// Names a client owns or waits for in a queue.
+        var namesPerClient = 512
+        /// Lookups of a client waiting for a name.
+        var pendingLookupsPerClient = 64
+        /// Watches of a client.
+        var watchesPerClient = 64
+        /// Clients (connections) of one uid.
+        var clientsPerUID = 256
+    }
+
+    enum RegisterOutcome: Equatable, Sendable {
+        /// The requester owns the name now (`change.new`).
+        case registered(OwnerChange)
+        /// The requester waits in the queue, at `position` (1 is next); a
+        /// client already waiting is told so again, whatever its options.
+        case queued(NameOwner, position: Int)
+        /// Someone owns the name (possibly the requester itself) and the
+        /// request may not queue or replace.
+        case alreadyOwned(NameOwner)
+        case limit(LimitExceeded)
+    }
+
+    enum ReleaseOutcome: Equatable, Sendable {
+        /// The requester owned the name and let it go.
+        case released(OwnerChange)
+        /// The requester only waited in the queue and left it.
+        case leftQueue(NameOwner)
+        /// Someone else owns the name and the requester does not wait for it.
+        case notOwner(NameOwner)
+        /// Nobody owns the name.
+        case notFound
+    }
+
+    enum LookupOutcome: Equatable, Sendable {
+        case found(NameOwner)
+        case notFound
+        /// Waiting; the change that registers the name answers it, or
+        /// `expireLookups` when the deadline passes.
+        case waiting(PendingLookup)
+        case limit(LimitExceeded)
+    }
+
+    /// What went with a client.
+    struct ClientRemoval: Equatable, Sendable {
+        var changes: [OwnerChange] = []
+        var lookups: [PendingLookup] = []
+        var watches: [WatchID] = []
+        /// The tickets of its queued registrations.
+        var queuedTickets: [UInt64] = []
+    }
+
+    private struct Entry {
+        var owner: NameOwner
+        var queue: [NameOwner]
+    }
+
+    private struct Client {
+        let uid: UInt32
+        var names: Set<PortName> = []
+        var lookups: Set<LookupID> = []
+        var watches: Set<WatchID> = []
+    }
+
+    /// Replaced on reload; counts already admitted stay.
+    var limits: Limits
+    private var entries: [PortName: Entry] = [:]
+    private var clients: [ClientID: Client] = [:]
+    private var clientsByUID: [UInt32: Int] = [:]
+    private var watchesOfAllNames: Set<WatchID> = []
+    private var watchesByName: [PortName: Set<WatchID>] = [:]
+    private var watches: [WatchID: (client: ClientID, name: PortName?)] = [:]
+    private var lookups: [LookupID: PendingLookup] = [:]
+    private var lookupsByName: [PortName: [LookupID]] = [:]
+    private var nextID: UInt64 = 1
+
+    init(limits: Limits = Limits()) {
+        self.limits = limits
+    }
+
+    // MARK: Reading
+
+    /// Clients admitted and not yet removed.
+    var clientCount: Int { clients.count }
+    /// Names with an owner.
+    var nameCount: Int { entries.count }
+    /// Lookups waiting for a name.
+    var pendingLookupCount: Int { lookups.count }
+    /// Watches in force.
+    var watchCount: Int { watches.count }
+
+    func isKnown(_ client: ClientID) -> Bool { clients[client] != nil }
+
+    func owner(of name: PortName) -> NameOwner? { entries[name]?.owner }
+
+    /// The owners waiting for `name`, next first.
+    func queue(of name: PortName) -> [NameOwner] { entries[name]?.queue ?? [] }
+
+    /// Every owned name in byte order, with its owner and queue length.
+    func listing() -> [(name: PortName, owner: NameOwner, queued: Int)] {
+        entries.keys.sorted().map { ($0, entries[$0]!.owner, entries[$0]!.queue.count) }
+    }
+
+    /// The earliest deadline of a waiting lookup.
+    var nextLookupDeadline: MonotonicInstant? { lookups.values.map(\.deadline).min() }
+
+    // MARK: Clients
+
+    /// Admits `client` (a new connection of `uid`) unless its uid has
+    /// `clientsPerUID` clients already. Admitting a known client does nothing.
+    mutating func admit(_ client: ClientID, uid: UInt32) -> LimitExceeded? {
+        if clients[client] != nil { return nil }
+        let count = clientsByUID[uid, default: 0]
+        if count >= limits.clientsPerUID { return .clientsPerUID(uid: uid, limit: limits.clientsPerUID) }
+        clientsByUID[uid] = count + 1
+        clients[client] = Client(uid: uid)
+        return nil
+    }
+
+    /// Removes `client` and everything it held: its watches and lookups
+    /// end, it leaves every queue, and each name it owned goes to the next
+    /// queued owner or becomes free. `now` dates the new owners.
+    mutating func removeClient(_ client: ClientID, now: UInt64) -> ClientRemoval {
+        guard let record = clients.removeValue(forKey: client) else { return ClientRemoval() }
+        if let n = clientsByUID[record.uid] { clientsByUID[record.uid] = n > 1 ? n - 1 : nil }
+        var removal = ClientRemoval()
+        for id in record.watches.sorted() {
+            dropWatch(id)
+            removal.watches.append(id)
+        }
+        for id in record.lookups.sorted() {
+            if let lookup = dropLookup(id) { removal.lookups.append(lookup) }
+        }
+        let names = record.names.sorted()
+        for name in names where entries[name]?.owner.client != client {
+            guard var entry = entries[name], let i = entry.queue.firstIndex(where: { $0.client == client }) else {
+                continue
+            }
+            removal.queuedTickets.append(entry.queue.remove(at: i).ticket)
+            entries[name] = entry
+        }
+        for name in names where entries[name]?.owner.client == client {
+            removal.changes.append(removeOwner(of: name, now: now))
+        }
+        return removal
+    }
+
+    // MARK: Names
+
+    /// A REGISTER of `name` by `client`. `canQueue` is false when the
+    /// request gave no port to tell it later (it is then treated as
+    /// "do-not-queue"). `now` (Unix ms) dates the registration.
+    mutating func register(
+        _ name: PortName, client: ClientID, credentials: Credentials, options: RegisterOptions,
+        canQueue: Bool = true, now: UInt64
+    ) -> RegisterOutcome {
+        guard var record = clients[client] else { preconditionFailure("admit client \(client) first") }
+        let candidate = NameOwner(
+            client: client, credentials: credentials, sinceMilliseconds: now,
+            allowsReplacement: options.contains(.allowReplacement), ticket: takeID())
+        guard var entry = entries[name] else {
+            if record.names.count >= limits.namesPerClient { return .limit(.namesPerClient(limits.namesPerClient)) }
+            record.names.insert(name)
+            clients[client] = record
+            entries[name] = Entry(owner: candidate, queue: [])
+            let answered = takeLookups(waitingFor: name)
+            return .registered(
+                OwnerChange(
+                    name: name, kind: .registered, old: nil, new: candidate, watchers: watchers(of: name),
+                    answeredLookups: answered))
+        }
+        if entry.owner.client == client { return .alreadyOwned(entry.owner) }
+        let queuedAt = entry.queue.firstIndex { $0.client == client }
+        if options.contains(.replaceExisting) && entry.owner.allowsReplacement {
+            if queuedAt == nil && record.names.count >= limits.namesPerClient {
+                return .limit(.namesPerClient(limits.namesPerClient))
+            }
+            if let queuedAt { entry.queue.remove(at: queuedAt) }
+            let old = entry.owner
+            clients[old.client]?.names.remove(name)
+            record.names.insert(name)
+            clients[client] = record
+            entry.owner = candidate
+            entries[name] = entry
+            return .registered(
+                OwnerChange(
+                    name: name, kind: .replaced, old: old, new: candidate, watchers: watchers(of: name),
+                    answeredLookups: []))
+        }
+        if let queuedAt { return .queued(entry.queue[queuedAt], position: queuedAt + 1) }
+        if options.contains(.doNotQueue) || !canQueue { return .alreadyOwned(entry.owner) }
+        if record.names.count >= limits.namesPerClient { return .limit(.namesPerClient(limits.namesPerClient)) }
+        record.names.insert(name)
+        clients[client] = record
+        entry.queue.append(candidate)
+        entries[name] = entry
+        return .queued(candidate, position: entry.queue.count)
+    }
+
+    /// A RELEASE of `name` by `client` (also used when an owner turns out
+    /// unreachable). `now` dates the next owner.
+    mutating func release(_ name: PortName, client: ClientID, now: UInt64) -> ReleaseOutcome {
+        guard var entry = entries[name] else { return .notFound }
+        if entry.owner.client == client { return .released(removeOwner(of: name, now: now)) }
+        guard let i = entry.queue.firstIndex(where: { $0.client == client }) else { return .notOwner(entry.owner) }
+        let left = entry.queue.remove(at: i)
+        entries[name] = entry
+        clients[client]?.names.remove(name)
+        return .leftQueue(left)
+    }
+
+    /// The owner leaves `name`: the next queued owner gets it, dated `now`.
+    private mutating func removeOwner(of name: PortName, now: UInt64) -> OwnerChange {
+        guard var entry = entries[name] else { preconditionFailure("\(name) has no owner") }
+        let old = entry.owner
+        clients[old.client]?.names.remove(name)
+        var new: NameOwner?
+        if !entry.queue.isEmpty {
+            let next = entry.queue.removeFirst()
+            let promoted = NameOwner(
+                client: next.client, credentials: next.credentials, sinceMilliseconds: now,
+                allowsReplacement: next.allowsReplacement, ticket: next.ticket)
+            entry.owner = promoted
+            entries[name] = entry
+            new = promoted
+        } else {
+            entries[name] = nil
+        }
+        return OwnerChange(
+            name: name, kind: .released, old: old, new: new, watchers: watchers(of: name), answeredLookups: [])
+    }
+
+    // MARK: Lookups
+
+    /// A LOOKUP of `name` by `client`: found, or not found, or, with a
+    /// deadline, waiting for the name until then.
+    mutating func lookUp(_ name: PortName, client: ClientID, waitUntil deadline: MonotonicInstant?) -> LookupOutcome {
+        if let owner = entries[name]?.owner { return .found(owner) }
+        guard let deadline else { return .notFound }
+        guard var record = clients[client] else { preconditionFailure("admit client \(client) first") }
+        if record.lookups.count >= limits.pendingLookupsPerClient {
+            return .limit(.pendingLookupsPerClient(limits.pendingLookupsPerClient))
+        }
+        let lookup = PendingLookup(id: LookupID(raw: takeID()), client: client, name: name, deadline: deadline)
+        record.lookups.insert(lookup.id)
+        clients[client] = record
+        lookups[lookup.id] = lookup
+        lookupsByName[name, default: []].append(lookup.id)
+        return .waiting(lookup)
+    }
+
+    /// Removes and returns the lookups whose deadline is at or before `now`,
+    /// earliest first.
+    mutating func expireLookups(now: MonotonicInstant) -> [PendingLookup] {
+        let due = lookups.values.filter { $0.deadline <= now }.sorted {
+            ($0.deadline, $0.id) < ($1.deadline, $1.id)
+        }
+        for lookup in due { _ = dropLookup(lookup.id) }
+        return due
+    }
+
+    private mutating func takeLookups(waitingFor name: PortName) -> [PendingLookup] {
+        guard let ids = lookupsByName[name] else { return [] }
+        return ids.compactMap { dropLookup($0) }
+    }
+
+    private mutating func dropLookup(_ id: LookupID) -> PendingLookup? {
+        guard let lookup = lookups.removeValue(forKey: id) else { return nil }
+        clients[lookup.client]?.lookups.remove(id)
+        if var ids = lookupsByName[lookup.name] {
+            ids.removeAll { $0 == id }
+            lookupsByName[lookup.name] = ids.isEmpty ? nil : ids
+        }
+        return lookup
+    }
+
+    // MARK: Watches
+
+    /// A WATCH by `client` of `name`, or of every name when nil.
+    mutating func watch(_ name: PortName?, client: ClientID) -> Result<WatchID, LimitExceeded> {
+        guard var record = clients[client] else { preconditionFailure("admit client \(client) first") }
+        if record.watches.count >= limits.watchesPerClient {
+            return .failure(.watchesPerClient(limits.watchesPerClient))
+        }
+        let id = WatchID(raw: takeID())
+        record.watches.insert(id)
+        clients[client] = record
+        watches[id] = (client, name)
+        if let name {
+            watchesByName[name, default: []].insert(id)
+        } else {
+            watchesOfAllNames.insert(id)
+        }
+        return .success(id)
+    }
+
+    /// Ends a watch (its port is gone). Unknown ids are ignored.
+    mutating func unwatch(_ id: WatchID) {
+        guard let watch = watches[id] else { return }
+        dropWatch(id)
+        clients[watch.client]?.watches.remove(id)
+    }
+
+    private mutating func dropWatch(_ id: WatchID) {
+        guard let name = watches.removeValue(forKey: id)?.name else {
+            watchesOfAllNames.remove(id)
+            return
+        }
+        watchesByName[name]?.remove(id)
+        if watchesByName[name]?.isEmpty == true { watchesByName[name] = nil }
+    }
+
+    private func watchers(of name: PortName) -> [WatchID] {
+        watchesOfAllNames.union(watchesByName[name] ?? []).sorted()
+    }
+
+    private mutating func takeID() -> UInt64 {
+        defer { nextID += 1 }
+        return nextID
+    }
+}

@@ -1,0 +1,549 @@
+// NameServer: the glue between portd's control port and the NameRegistry.
+// The control socket is a PCPort (adopting the listening descriptor) on the
+// daemon's run loop; each request is parsed (NameServerRequest), decided
+// (NameRegistry, policy, limits) and answered (NameServerReply), and every
+// consequence of a decision (socket files, NAME_ACQUIRED, NAME_OWNER_CHANGED,
+// answers to waiting lookups) is carried out in the same pass.
+//
+// Who a client is: the connection (`message.connectionID`); who sent a
+// request: the kernel's SCM_CREDENTIALS (`message.sender`), never what a
+// peer claims. A connection that closes (exit, crash, kill -9, or a
+// malformed record, which makes the port drop it) is seen by
+// `PCPort.onDisconnect` in the pass that sees the hang-up: its names go to
+// their next queued owners or become free, their socket files are removed,
+// watchers are told, its lookups and watches end. No polling anywhere.
+//
+// Invariants:
+//   - everything here runs on the daemon loop's thread (handlers, the
+//     disconnect callback and the deadline timer), so no lock is needed;
+//   - a name has a socket file in `sockets` exactly while it has an owner
+//     that received (or is receiving in this pass) its listening socket;
+//   - `acquirePorts`, `watchers` and `waitingLookups` hold exactly the
+//     rights of queued registrations, watches and waiting lookups the
+//     registry knows; whatever the registry drops, they drop in the same call;
+//   - portd never blocks on a client: messages to watchers, queued owners
+//     and waiting lookups are sent with a zero send timeout; a full queue
+//     ends that watch (or that owner's claim), logged;
+//   - a client that misbehaves affects only itself: a bad request gets an
+//     error reply, a malformed record closes its own connection.
+
+import Logging
+import PortCore
+
+final class NameServer {
+    /// Counters for STATUS.
+    struct Counters {
+        var lookups = 0
+        var refusals = 0
+    }
+
+    /// Replaced by `reconfigure` (SIGHUP); declared ports stay as created.
+    private var settings: NameServerSettings
+    private let logger: Logger
+    private let loop: PCRunLoop
+    private let mode: PCRunLoop.Mode
+    private let port: PCPort
+    private let directory: PortDirectory
+    private let declared: DeclaredPorts
+    private let startedAt: MonotonicInstant
+    /// When serving began, Unix ms ("since" of the declared ports).
+    private let startedAtWall = WallClock.unixMilliseconds()
+    private let ownPID = CurrentProcess.id
+    private let ownUID = CurrentProcess.userID
+    private var registry: NameRegistry
+    private var sockets: [PortName: PortSocketFile] = [:]
+    private var acquirePorts: [UInt64: SendRight] = [:]
+    private var watchers: [WatchID: (port: SendRight, who: Credentials)] = [:]
+    private var waitingLookups: [LookupID: SendRight] = [:]
+    private var deadlineTimer: (timer: PCTimer, fireAt: MonotonicInstant)?
+    private(set) var counters = Counters()
+
+    /// The limits of the control port: small requests, no large data, few
+    /// descriptors; up to 65535 components so that a LIST reply can name
+    /// many ports (its size is checked before sending).
+    static let controlPortLimits = PortLimits(
+        maxRecordSize: PortLimits.defaultMaxRecordSize, maxComponents: 65535, maxDescriptors: 4, maxLargeDataBytes: 0)
+
+    /// Serves the listening control socket `controlDescriptor` (taking
+    /// ownership) on `loop` in `mode` once `start()` is called. Creates
+    /// the declared ports.
+    init(
+        controlDescriptor: Int32, directory: PortDirectory, settings: NameServerSettings, logger: Logger,
+        loop: PCRunLoop, mode: PCRunLoop.Mode = .default, startedAt: MonotonicInstant = .now()
+    ) throws(SystemCallError) {
+        self.settings = settings
+        self.logger = logger
+        self.loop = loop
+        self.mode = mode
+        self.directory = directory
+        self.startedAt = startedAt
+        self.registry = NameRegistry(limits: settings.limits)
+        self.port = try PCPort(
+            adoptingListeningDescriptor: controlDescriptor, limits: Self.controlPortLimits, logger: logger)
+        self.declared = try DeclaredPorts(settings.declaredPorts, in: directory)
+        for d in declared.all {
+            logger.info("declared port \(d.name) at \(d.file.path)", metadata: ["name": "\(d.name)"])
+        }
+    }
+
+    /// Starts serving: the control port joins the loop.
+    func start() throws(PortError) {
+        port.setHandler { [unowned self] message in self.handle(message) }
+        port.onDisconnect { [unowned self] client in self.clientGone(client) }
+        try port.schedule(in: loop, forMode: mode)
+    }
+
+    /// Stops serving: closes every connection and the control socket,
+    /// removes every socket file portd made. Idempotent.
+    func stop() {
+        port.invalidate()
+        deadlineTimer?.timer.invalidate()
+        deadlineTimer = nil
+        waitingLookups.removeAll()
+        watchers.removeAll()
+        acquirePorts.removeAll()
+        for file in sockets.values { directory.remove(file) }
+        sockets.removeAll()
+        declared.close()
+        directory.removeIfEmpty()
+    }
+
+    /// Applies a reloaded configuration: policy and limits take effect for
+    /// the next request; names already owned stay. Declared ports are
+    /// created at start only: a change to them is reported and needs a
+    /// restart. Returns the declared names that differ.
+    func reconfigure(_ new: NameServerSettings) -> [PortName] {
+        var changed = Set(new.declaredPorts.map(\.name)).symmetricDifference(Set(declared.all.map(\.name)))
+        for d in new.declaredPorts {
+            if let p = declared[d.name], p.checkInUIDs != d.checkInUIDs || p.checkInGIDs != d.checkInGIDs {
+                changed.insert(d.name)
+            }
+        }
+        var kept = new
+        kept.declaredPorts = settings.declaredPorts
+        settings = kept
+        registry.limits = new.limits
+        return changed.sorted()
+    }
+
+    /// The counts for the service manager's STATUS=.
+    var counts: (names: Int, clients: Int, declared: Int) {
+        (registry.nameCount, registry.clientCount, declared.count)
+    }
+
+    /// One line for the service manager's STATUS=.
+    var summary: String {
+        "\(registry.nameCount) names, \(registry.clientCount) clients, \(declared.count) declared ports"
+    }
+
+    // MARK: - Requests
+
+    private func handle(_ message: PCPortMessage) -> PCPortMessage? {
+        let msgid = message.msgid
+        // A record queued before SO_PASSCRED was set on the listening socket
+        // has no SCM_CREDENTIALS: the first request that made the service
+        // manager start portd (socket activation). Whoever made the
+        // connection (SO_PEERCRED) sent it then.
+        guard let client = message.connectionID, let sender = message.sender ?? message.connectionCredentials else {
+            return NameServerReply.error(msgid, .internal, "no credentials came with the request")
+        }
+        var who: Logger.Metadata = ["client": "\(client)", "pid": "\(sender.pid)", "uid": "\(sender.uid)"]
+        if let only = settings.onlyUID {
+            // The sender of this request, and whoever made the connection (SO_PEERCRED).
+            for uid in [sender.uid, message.connectionCredentials?.uid ?? only] where uid != only {
+                return refuse(
+                    msgid, .denied, "this portd serves uid \(only) only, not uid \(uid)", request: "request", who: who)
+            }
+        }
+        if let exceeded = registry.admit(client, uid: sender.uid) {
+            return refuse(msgid, .limit, exceeded.description, request: "connection", who: who)
+        }
+        let request: NameServerRequest
+        switch NameServerRequest.parse(
+            msgid: msgid, components: message.components, hasReplyPort: message.passedReplyPort != nil,
+            maximumBytes: settings.maximumRequestBytes)
+        {
+        case .success(let r):
+            request = r
+        case .failure(.badRequest(let why)):
+            logger.info("bad request: \(why)", metadata: who)
+            return NameServerReply.error(msgid, .badRequest, why)
+        case .failure(.invalidName(let why)):
+            logger.info("invalid name: \(why)", metadata: who)
+            return NameServerReply.error(msgid, .invalidName, why.description)
+        case .failure(.tooLarge(let bytes, let limit)):
+            return refuse(
+                msgid, .limit, "the request has more than \(limit) bytes of data (\(bytes) so far)", request: "request",
+                who: who)
+        }
+        if let name = request.name { who["name"] = "\(name)" }
+        let context = Context(msgid: msgid, client: client, sender: sender, who: who, request: request.verb)
+
+        switch request {
+        case .status:
+            return status(context)
+        case .register(let name, let options):
+            return register(name, options, context, notifyPort: message.passedReplyPort)
+        case .release(let name):
+            return release(name, context)
+        case .lookUp(let name, let wait):
+            return lookUp(name, wait: wait, context, replyPort: message.replyPort)
+        case .watch(let name):
+            // The parser checked that the request carried the watcher's port.
+            return watch(name, context, watcherPort: message.passedReplyPort!)
+        case .list:
+            return list(context)
+        case .owner(let name):
+            return owner(name, context)
+        case .checkIn(let name):
+            return checkIn(name, context)
+        }
+    }
+
+    /// What every request handler needs to know about its request.
+    private struct Context {
+        let msgid: UInt32
+        let client: ClientID
+        let sender: Credentials
+        let who: Logger.Metadata
+        let request: String
+
+        func may(_ policy: NameServerSettings.Policy, _ name: PortName) -> Bool {
+            policy(name, sender.uid, [sender.gid])
+        }
+    }
+
+    private func refuse(
+        _ msgid: UInt32, _ word: NameServerReply.ErrorWord, _ why: String, request: String, who: Logger.Metadata
+    ) -> PCPortMessage {
+        counters.refusals += 1
+        logger.notice("refused \(request): \(why)", metadata: who)
+        return NameServerReply.error(msgid, word, why)
+    }
+
+    private func refuse(_ c: Context, _ word: NameServerReply.ErrorWord, _ why: String) -> PCPortMessage {
+        refuse(c.msgid, word, why, request: c.request, who: c.who)
+    }
+
+    private func status(_ c: Context) -> PCPortMessage {
+        let uptime = max(0, (MonotonicInstant.now() - startedAt).nanosecondsClamped / 1_000_000)
+        return NameServerReply.words(
+            c.msgid, "ok", "version=\(PortdVersion.current)", "pid=\(ownPID)", "uptime_ms=\(uptime)",
+            "names=\(registry.nameCount)", "clients=\(registry.clientCount)", "lookups=\(counters.lookups)",
+            "refusals=\(counters.refusals)", "declared=\(declared.count)")
+    }
+
+    private func register(
+        _ name: PortName, _ options: RegisterOptions, _ c: Context, notifyPort: SendRight?
+    ) -> PCPortMessage {
+        if declared[name] != nil {
+            return refuse(c, .denied, "\(name) is a declared port; its service claims it with CHECKIN")
+        }
+        guard c.may(settings.mayRegister, name) else {
+            return refuse(c, .denied, "uid \(c.sender.uid) may not register \(name)")
+        }
+        // The socket comes first, so that a registration never has to be
+        // undone for lack of one; when the name is not granted it goes again.
+        let socket: (fd: Int32, file: PortSocketFile)
+        do {
+            socket = try directory.makeListeningSocket()
+        } catch {
+            logger.error("cannot create a port socket: \(error)", metadata: c.who)
+            return NameServerReply.error(c.msgid, .internal, "portd cannot create the port's socket: \(error)")
+        }
+        // A client that waited in the queue and now replaces the owner leaves the queue.
+        let queuedTicket = registry.queue(of: name).first { $0.client == c.client }?.ticket
+        let outcome = registry.register(
+            name, client: c.client, credentials: c.sender, options: options, canQueue: notifyPort != nil,
+            now: WallClock.unixMilliseconds())
+        guard case .registered(let change) = outcome else {
+            LocalSocket.close(socket.fd)
+            directory.remove(socket.file)
+            switch outcome {
+            case .queued(let entry, let position):
+                if acquirePorts[entry.ticket] == nil { acquirePorts[entry.ticket] = notifyPort }
+                logger.debug("\(name) queued at position \(position)", metadata: c.who)
+                return NameServerReply.words(c.msgid, "queued")
+            case .alreadyOwned(let owner):
+                return NameServerReply.words(
+                    c.msgid, "already-owned", "pid=\(owner.credentials.pid)", "uid=\(owner.credentials.uid)")
+            case .limit(let exceeded):
+                return refuse(c, .limit, exceeded.description)
+            case .registered:
+                preconditionFailure("handled above")
+            }
+        }
+        if let queuedTicket { acquirePorts[queuedTicket] = nil }
+        let listening = SendRight(adopting: socket.fd)  // closes portd's copy once the reply is sent
+        apply(change, requesterSocket: socket.file)
+        return NameServerReply.make(c.msgid, [.text("registered"), .port(listening)])
+    }
+
+    private func release(_ name: PortName, _ c: Context) -> PCPortMessage {
+        if declared[name] != nil { return NameServerReply.words(c.msgid, "not-owner") }
+        switch registry.release(name, client: c.client, now: WallClock.unixMilliseconds()) {
+        case .released(let change):
+            apply(change, requesterSocket: nil)
+            return NameServerReply.words(c.msgid, "released")
+        case .leftQueue(let entry):
+            acquirePorts[entry.ticket] = nil
+            logger.debug("left the queue of \(name)", metadata: c.who)
+            return NameServerReply.words(c.msgid, "released")
+        case .notOwner, .notFound:
+            // Nobody owning the name is not the client owning it either (the contract's two words).
+            return NameServerReply.words(c.msgid, "not-owner")
+        }
+    }
+
+    private func lookUp(_ name: PortName, wait: Duration?, _ c: Context, replyPort: SendRight?) -> PCPortMessage? {
+        counters.lookups += 1
+        guard c.may(settings.mayLookUp, name) else {
+            return refuse(c, .denied, "uid \(c.sender.uid) may not look up \(name)")
+        }
+        if let port = declared[name] {
+            return found(c.msgid, name, file: port.file, owner: Credentials(pid: ownPID, uid: ownUID, gid: 0))
+        }
+        let deadline = wait.map { loop.clock.now() + min($0, settings.maximumLookupWait) }
+        switch registry.lookUp(name, client: c.client, waitUntil: replyPort == nil ? nil : deadline) {
+        case .found(let owner):
+            return found(c.msgid, name, owner: owner.credentials)
+        case .notFound:
+            return NameServerReply.error(c.msgid, .notFound, "no port is registered as \(name)")
+        case .waiting(let lookup):
+            waitingLookups[lookup.id] = replyPort  // answered later: the reply right stays with us
+            rearmDeadlineTimer()
+            logger.debug("lookup waits for \(name)", metadata: c.who)
+            return nil
+        case .limit(let exceeded):
+            return refuse(c, .limit, exceeded.description)
+        }
+    }
+
+    /// "found", a new connection to the name's port, and its owner.
+    private func found(_ msgid: UInt32, _ name: PortName, file: PortSocketFile? = nil, owner: Credentials) -> PCPortMessage {
+        guard let file = file ?? sockets[name] else {
+            logger.error("\(name) has an owner but no socket file", metadata: ["name": "\(name)"])
+            return NameServerReply.error(msgid, .internal, "\(name) has no socket")
+        }
+        switch directory.connect(to: file) {
+        case .connected(let fd):
+            return NameServerReply.make(
+                msgid, [.text("found"), .port(SendRight(adopting: fd)), .text("pid=\(owner.pid)"), .text("uid=\(owner.uid)")])
+        case .backlogFull:
+            return NameServerReply.error(msgid, .limit, "the port \(name) accepts no more connections now (backlog full)")
+        case .refused:
+            return NameServerReply.error(msgid, .notFound, "the owner of \(name) no longer listens on it")
+        case .failed(let error):
+            logger.error("cannot connect to \(name): \(error)", metadata: ["name": "\(name)"])
+            return NameServerReply.error(msgid, .internal, "portd cannot connect to \(name): \(error)")
+        }
+    }
+
+    private func watch(_ name: PortName?, _ c: Context, watcherPort: SendRight) -> PCPortMessage {
+        if let name, !c.may(settings.mayLookUp, name) {
+            return refuse(c, .denied, "uid \(c.sender.uid) may not watch \(name)")
+        }
+        switch registry.watch(name, client: c.client) {
+        case .success(let id):
+            watchers[id] = (watcherPort, c.sender)
+            return NameServerReply.words(c.msgid, "watching")
+        case .failure(let exceeded):
+            return refuse(c, .limit, exceeded.description)
+        }
+    }
+
+    private func list(_ c: Context) -> PCPortMessage {
+        var lines: [(PortName, String)] = []
+        for entry in registry.listing() where c.may(settings.mayLookUp, entry.name) {
+            let o = entry.owner
+            lines.append(
+                (entry.name, "\(entry.name)\t\(o.credentials.pid)\t\(o.credentials.uid)\t\(o.sinceMilliseconds)\t\(entry.queued)"))
+        }
+        for d in declared.all where c.may(settings.mayLookUp, d.name) {
+            lines.append((d.name, "\(d.name)\t\(ownPID)\t\(ownUID)\t\(startedAtWall)\t0"))
+        }
+        lines.sort { $0.0 < $1.0 }
+        let words = ["ok"] + lines.map(\.1)
+        // Header, table and data: the reply must fit in one record.
+        let size = WireFormat.headerSize + words.reduce(0) { $0 + WireFormat.entrySize + $1.utf8.count }
+        if size > Self.controlPortLimits.maxRecordSize || words.count > Self.controlPortLimits.maxComponents {
+            return NameServerReply.error(c.msgid, .limit, "\(lines.count) names do not fit in one reply (\(size) bytes)")
+        }
+        return NameServerReply.make(c.msgid, words.map { .text($0) })
+    }
+
+    private func owner(_ name: PortName, _ c: Context) -> PCPortMessage {
+        guard c.may(settings.mayLookUp, name) else {
+            return refuse(c, .denied, "uid \(c.sender.uid) may not look up \(name)")
+        }
+        if declared[name] != nil {
+            return NameServerReply.words(c.msgid, "ok", "pid=\(ownPID)", "uid=\(ownUID)", "since_ms=\(startedAtWall)")
+        }
+        guard let owner = registry.owner(of: name) else {
+            return NameServerReply.error(c.msgid, .notFound, "no port is registered as \(name)")
+        }
+        var words = [
+            "ok", "pid=\(owner.credentials.pid)", "uid=\(owner.credentials.uid)", "since_ms=\(owner.sinceMilliseconds)",
+        ]
+        words += registry.queue(of: name).map { "queued=\($0.credentials.pid):\($0.credentials.uid)" }
+        return NameServerReply.make(c.msgid, words.map { .text($0) })
+    }
+
+    private func checkIn(_ name: PortName, _ c: Context) -> PCPortMessage {
+        guard let port = declared[name] else { return NameServerReply.words(c.msgid, "not-declared") }
+        guard port.checkInUIDs.contains(c.sender.uid) || port.checkInGIDs.contains(c.sender.gid) else {
+            return refuse(c, .denied, "uid \(c.sender.uid) may not check in for \(name)")
+        }
+        declared.recordCheckIn(name, by: c.sender)
+        logger.info("service checked in for \(name) (check-in \(port.checkIns + 1))", metadata: c.who)
+        return NameServerReply.make(c.msgid, [.text("checked-in"), .port(port.listening)])
+    }
+
+    // MARK: - Consequences
+
+    /// Carries out one owner change: the old owner's socket file goes; the
+    /// new owner gets its socket (the requester's, made by the caller, or a
+    /// new one sent to a promoted queued owner); watchers are told; lookups
+    /// waiting for the name are answered. A promoted owner that cannot be
+    /// reached loses the name in turn (a further change, applied here too).
+    private func apply(_ first: OwnerChange, requesterSocket: PortSocketFile?) {
+        var changes = [first]
+        var socketForNew = requesterSocket
+        while !changes.isEmpty {
+            let change = changes.removeFirst()
+            let name = change.name
+            if change.old != nil, let file = sockets.removeValue(forKey: name) { directory.remove(file) }
+            var unreachable: NameOwner?
+            if let new = change.new {
+                if let file = socketForNew {
+                    sockets[name] = file
+                } else if let file = handOver(name, to: new) {
+                    sockets[name] = file
+                } else {
+                    unreachable = new
+                }
+            }
+            socketForNew = nil
+            log(change)
+            tellWatchers(change)
+            for lookup in change.answeredLookups {
+                guard let reply = waitingLookups.removeValue(forKey: lookup.id) else { continue }
+                let answer = found(NameServerRequest.MessageID.lookUp, name, owner: change.new!.credentials)
+                send(answer, to: reply, what: "the answer to a waiting lookup of \(name)")
+            }
+            if let unreachable,
+                case .released(let next) = registry.release(
+                    name, client: unreachable.client, now: WallClock.unixMilliseconds())
+            {
+                changes.append(next)
+            }
+        }
+        rearmDeadlineTimer()
+    }
+
+    /// Sends NAME_ACQUIRED with a new listening socket to a queued owner
+    /// that just got `name`; returns the socket file, or nil when the owner
+    /// cannot be reached (no port, port gone, queue full).
+    private func handOver(_ name: PortName, to owner: NameOwner) -> PortSocketFile? {
+        let metadata: Logger.Metadata = [
+            "name": "\(name)", "client": "\(owner.client)", "pid": "\(owner.credentials.pid)",
+            "uid": "\(owner.credentials.uid)",
+        ]
+        guard let notifyPort = acquirePorts.removeValue(forKey: owner.ticket) else {
+            logger.warning("the next owner of \(name) left no port to tell; passing it on", metadata: metadata)
+            return nil
+        }
+        let socket: (fd: Int32, file: PortSocketFile)
+        do {
+            socket = try directory.makeListeningSocket()
+        } catch {
+            logger.error("cannot create a port socket for \(name): \(error)", metadata: metadata)
+            return nil
+        }
+        let message = NameServerReply.nameAcquired(name, listening: SendRight(adopting: socket.fd))
+        if send(message, to: notifyPort, what: "NAME_ACQUIRED for \(name)") { return socket.file }
+        directory.remove(socket.file)
+        return nil
+    }
+
+    private func tellWatchers(_ change: OwnerChange) {
+        var event: PCPortMessage?
+        for id in change.watchers {
+            guard let watcher = watchers[id] else { continue }
+            if !settings.mayLookUp(change.name, watcher.who.uid, [watcher.who.gid]) { continue }
+            let message = event ?? NameServerReply.ownerChanged(change)
+            event = message
+            if !send(message, to: watcher.port, what: "NAME_OWNER_CHANGED for \(change.name)") {
+                watchers[id] = nil
+                registry.unwatch(id)
+                logger.notice(
+                    "watch ended: the watcher's port is gone or full",
+                    metadata: ["pid": "\(watcher.who.pid)", "uid": "\(watcher.who.uid)"])
+            }
+        }
+    }
+
+    /// Sends without waiting; false (logged) when the receiver is gone or full.
+    @discardableResult
+    private func send(_ message: PCPortMessage, to right: SendRight, what: String) -> Bool {
+        do {
+            switch try right.send(message, timeout: .zero) {
+            case .sent:
+                return true
+            case .timedOut:
+                logger.notice("not sent: \(what): the receiver's queue is full")
+            case .receiverGone:
+                logger.debug("not sent: \(what): the receiver is gone")
+            }
+        } catch {
+            logger.notice("not sent: \(what): \(error)")
+        }
+        return false
+    }
+
+    private func log(_ change: OwnerChange) {
+        var metadata: Logger.Metadata = ["name": "\(change.name)", "event": "\(change.kind.rawValue)"]
+        if let old = change.old { metadata["old_pid"] = "\(old.credentials.pid)" }
+        if let new = change.new { metadata["new_pid"] = "\(new.credentials.pid)"; metadata["new_uid"] = "\(new.credentials.uid)" }
+        logger.debug("\(change.name) \(change.kind.rawValue)", metadata: metadata)
+    }
+
+    // MARK: - Clients that go, lookups that expire
+
+    private func clientGone(_ client: ClientID) {
+        let removal = registry.removeClient(client, now: WallClock.unixMilliseconds())
+        for ticket in removal.queuedTickets { acquirePorts[ticket] = nil }
+        for id in removal.watches { watchers[id] = nil }
+        for lookup in removal.lookups { waitingLookups[lookup.id] = nil }
+        logger.debug(
+            "client gone", metadata: ["client": "\(client)", "released": "\(removal.changes.count)"])
+        for change in removal.changes { apply(change, requesterSocket: nil) }
+        rearmDeadlineTimer()
+    }
+
+    /// Keeps one timer armed for the earliest deadline of a waiting lookup.
+    private func rearmDeadlineTimer() {
+        let next = registry.nextLookupDeadline
+        if deadlineTimer?.fireAt == next { return }
+        deadlineTimer?.timer.invalidate()
+        deadlineTimer = nil
+        guard let next else { return }
+        let timer = PCTimer(fireAt: next) { [unowned self] _ in
+            self.deadlineTimer = nil
+            self.expireLookups()
+        }
+        loop.add(timer, forMode: mode)
+        deadlineTimer = (timer, next)
+    }
+
+    private func expireLookups() {
+        for lookup in registry.expireLookups(now: loop.clock.now()) {
+            guard let reply = waitingLookups.removeValue(forKey: lookup.id) else { continue }
+            send(
+                NameServerReply.error(
+                    NameServerRequest.MessageID.lookUp, .timeout, "no port was registered as \(lookup.name) in time"),
+                to: reply, what: "the timeout of a lookup of \(lookup.name)")
+        }
+        rearmDeadlineTimer()
+    }
+}

@@ -1,0 +1,181 @@
+// PortDirectory: portd's private directory of port sockets
+// (`<control socket path>.ports`, mode 0700): the listening SOCK_SEQPACKET
+// socket of every registered name and declared port is bound here, and
+// portd connects to them on behalf of clients (LOOKUP), so no client ever
+// needs access to this directory.
+//
+// Invariants:
+//   - the directory is a real directory (not a symlink), owned by portd's
+//     uid, closed to group and others; anything else is refused at start,
+//     never repaired (someone else may have planted it);
+//   - socket files are named by portd ("p" or "d" and a sequence number),
+//     never by a port name, so no name can become a path, and a file is
+//     never reused: a new owner of a name gets a new file;
+//   - a file is removed only if the entry at its path is still the one
+//     portd bound (same device and inode);
+//   - at start, socket files left by a portd that died are removed (this
+//     portd owns the control socket, so no other portd uses the directory);
+//   - every socket is CLOEXEC|NONBLOCK and has SO_PASSCRED before anyone
+//     can connect, so even records queued before the owner accepts carry
+//     their sender's credentials.
+
+import PortCore
+
+/// A socket file portd bound in its port directory.
+struct PortSocketFile: Equatable, Sendable {
+    let path: String
+    let entry: FileStatus
+}
+
+final class PortDirectory {
+    /// Why the directory cannot be used.
+    enum Problem: Error, CustomStringConvertible {
+        case notPrivate(path: String, reason: String)
+        case pathTooLong(path: String)
+        case system(SystemCallError)
+
+        var description: String {
+            switch self {
+            case .notPrivate(let path, let reason):
+                "the port directory \(path) is not private (\(reason)); remove it"
+            case .pathTooLong(let path):
+                "the port directory \(path) is too long for socket paths inside it (\(UnixSocketAddress.maxNameBytes) bytes at most); use a shorter control socket path"
+            case .system(let error):
+                "cannot prepare the port directory: \(error)"
+            }
+        }
+    }
+
+    /// How a connection attempt ended.
+    enum Connection {
+        case connected(Int32)
+        /// The listener's backlog is full: its owner does not accept.
+        case backlogFull
+        /// Nobody listens there any more (the owner closed its receive right).
+        case refused
+        case failed(SystemCallError)
+    }
+
+    /// The longest file name portd uses: a letter and a 64-bit number.
+    private static let longestFileName = 21
+
+    let path: String
+    private var sequence: UInt64 = 0
+
+    private init(path: String) {
+        self.path = path
+    }
+
+    /// The directory for the control socket at `controlSocketPath`.
+    static func path(forControlSocket controlSocketPath: String) -> String {
+        controlSocketPath + ".ports"
+    }
+
+    /// Creates the directory (0700) or checks the one that is there, and
+    /// removes socket files left in it. Returns the directory and how many
+    /// stale files it removed.
+    static func prepare(path: String, userID: UInt32) throws(Problem) -> (PortDirectory, removedStale: Int) {
+        if path.utf8.count + 1 + longestFileName > UnixSocketAddress.maxNameBytes { throw .pathTooLong(path: path) }
+        do {
+            if try FileSystem.makeDirectory(path, permissions: 0o700) {
+                try FileSystem.setPermissions(path, 0o700)  // mkdir applied the umask
+            }
+            guard let status = try FileSystem.status(ofPath: path) else {
+                throw Problem.notPrivate(path: path, reason: "it vanished while being created")
+            }
+            if let reason = problem(with: status, userID: userID) { throw Problem.notPrivate(path: path, reason: reason) }
+            var removed = 0
+            for name in try FileSystem.entries(ofDirectory: path) ?? [] {
+                let entry = "\(path)/\(name)"
+                if try FileSystem.status(ofPath: entry)?.kind == .socket, try FileSystem.remove(entry) { removed += 1 }
+            }
+            return (PortDirectory(path: path), removed)
+        } catch let problem as Problem {
+            throw problem
+        } catch let error as SystemCallError {
+            throw .system(error)
+        } catch {
+            preconditionFailure("unexpected \(error)")
+        }
+    }
+
+    /// What is wrong with a would-be private directory, or nil. Pure.
+    static func problem(with status: FileStatus, userID: UInt32) -> String? {
+        if status.kind != .directory {
+            return status.kind == .symbolicLink ? "it is a symbolic link" : "it is not a directory"
+        }
+        if status.ownerID != userID { return "owned by uid \(status.ownerID), not \(userID)" }
+        if status.permissions & 0o077 != 0 {
+            return "mode \(String(status.permissions, radix: 8)) lets others in; it must be 700"
+        }
+        return nil
+    }
+
+    /// A new listening socket bound to a new file: "p…" for a registered
+    /// name, "d…" for a declared port. The caller owns the descriptor.
+    func makeListeningSocket(declared: Bool = false) throws(SystemCallError) -> (fd: Int32, file: PortSocketFile) {
+        sequence += 1
+        let filePath = "\(path)/\(declared ? "d" : "p")\(sequence)"
+        let address: UnixSocketAddress
+        do {
+            address = try UnixSocketAddress(path: filePath)
+        } catch {
+            // Checked in `prepare`; only a broken invariant gets here.
+            preconditionFailure("\(filePath): \(error)")
+        }
+        let fd = try UnixSocket.makeSocket()
+        do throws(SystemCallError) {
+            try UnixSocket.setPassCredentials(fd, true)
+            if try UnixSocket.removeStale(at: address) == .inUse {
+                throw SystemCallError(call: "bind(\(filePath))", errno: .addressInUse)
+            }
+            try UnixSocket.bind(fd, to: address)
+            try UnixSocket.listen(fd)
+            guard let entry = try FileSystem.status(ofPath: filePath) else {
+                throw SystemCallError(call: "lstat(\(filePath)) after bind", errno: .noSuchFileOrDirectory)
+            }
+            return (fd, PortSocketFile(path: filePath, entry: entry))
+        } catch {
+            LocalSocket.close(fd)
+            throw error
+        }
+    }
+
+    /// Connects a new socket to `file` without blocking: a send right to
+    /// the port listening there. The caller owns the descriptor.
+    func connect(to file: PortSocketFile) -> Connection {
+        let fd: Int32
+        do {
+            fd = try UnixSocket.makeSocket()
+        } catch {
+            return .failed(error)
+        }
+        do {
+            switch try UnixSocket.connect(fd, to: UnixSocketAddress(path: file.path)) {
+            case .connected:
+                return .connected(fd)
+            case .wouldBlock:
+                LocalSocket.close(fd)
+                return .backlogFull
+            }
+        } catch let error as SystemCallError {
+            LocalSocket.close(fd)
+            return error.errno == .connectionRefused || error.errno == .noSuchFileOrDirectory ? .refused : .failed(error)
+        } catch {
+            LocalSocket.close(fd)
+            preconditionFailure("\(file.path): \(error)")
+        }
+    }
+
+    /// Removes `file` if the entry at its path is still the one portd bound.
+    func remove(_ file: PortSocketFile) {
+        if let now = try? FileSystem.status(ofPath: file.path), now.isSameEntry(as: file.entry) {
+            _ = try? FileSystem.remove(file.path)
+        }
+    }
+
+    /// Removes the directory if it is empty (at shutdown).
+    func removeIfEmpty() {
+        _ = try? FileSystem.removeDirectory(path)
+    }
+}

@@ -1,0 +1,25 @@
+// NameServerSettings+Configuration: portd.conf(5) as the name server sees
+// it. The one place where the configuration (Config/) meets the name
+// server (NameServer/): policy decisions, limits, declared ports. The
+// per-user instance serves its own uid only, whatever the file says.
+
+import PortCore
+
+extension NameServerSettings {
+    /// The settings of an instance from its configuration.
+    init(configuration c: PortdConfiguration, onlyUID: UInt32?, daemonUID: UInt32) {
+        self.init(onlyUID: onlyUID)
+        declaredPorts = c.declaredPorts.compactMap { d in
+            guard let name = try? PortName(validating: d.name) else { return nil }  // validated at load time
+            // Without CheckInUser=/CheckInGroup= only portd's own uid may check in (portd.conf(5)).
+            let uids = d.checkInUIDs.isEmpty && d.checkInGIDs.isEmpty ? [daemonUID] : d.checkInUIDs
+            return DeclaredPort(name: name, checkInUIDs: Set(uids), checkInGIDs: Set(d.checkInGIDs))
+        }
+        mayRegister = { name, uid, gids in c.registerDecision(name: name.description, uid: uid, gids: gids).allowed }
+        mayLookUp = { name, uid, gids in c.lookUpDecision(name: name.description, uid: uid, gids: gids).allowed }
+        limits = NameRegistry.Limits(
+            namesPerClient: c.limits.namesPerClient, pendingLookupsPerClient: c.limits.pendingLookupsPerClient,
+            watchesPerClient: c.limits.watchesPerClient, clientsPerUID: c.limits.clientsPerUID)
+        maximumRequestBytes = c.limits.maxRequestBytes
+    }
+}

@@ -1,0 +1,32 @@
+// SystemdNotifier+FileDescriptorStore: declared ports' listening sockets in
+// the service manager's file-descriptor store (FDSTORE=1, FDNAME=, sd_pid_
+// notify_with_fds(3)), so that `systemctl restart portd` loses no message
+// waiting in a declared port: systemd holds a copy of each socket while
+// portd is down and passes it back at the next start (LISTEN_FDS, see
+// ListenFDs+DeclaredPorts).
+//
+// Invariants: one notification per port, so each descriptor carries its own
+// name, "port/NAME" (ListenFDs.fileDescriptorName(forDeclaredPort:)); a
+// descriptor passed back and stored again is not duplicated (systemd drops
+// a descriptor that refers to the same file as one it holds); a port that
+// a reload removes is taken out with FDSTOREREMOVE=1. Needs
+// FileDescriptorStoreMax= in portd.service; without NOTIFY_SOCKET these
+// are no-ops that return false.
+
+import PortCore
+
+extension SystemdNotifier {
+    /// FDSTORE=1 with FDNAME=port/NAME for the listening socket of the
+    /// declared port `name`. Returns whether a manager was told.
+    @discardableResult
+    func storeDeclaredPort(named name: String, fileDescriptor: Int32) throws(SystemCallError) -> Bool {
+        try storeFileDescriptors([fileDescriptor], name: ListenFDs.fileDescriptorName(forDeclaredPort: name))
+    }
+
+    /// FDSTOREREMOVE=1 with FDNAME=port/NAME: the manager closes its copy of
+    /// the declared port `name` (after a reload removed the port).
+    @discardableResult
+    func removeStoredDeclaredPort(named name: String) throws(SystemCallError) -> Bool {
+        try send(["FDSTOREREMOVE=1", "FDNAME=\(ListenFDs.fileDescriptorName(forDeclaredPort: name))"])
+    }
+}

@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""A name-server client in another process and language, written from portd-protocol(7).
+
+  name_client.py register SOCKET NAME
+        REGISTER NAME; print the reply's first word on stderr; on "registered",
+        keep the name (and its listening socket) until killed.
+  name_client.py checkin-receive SOCKET NAME N
+        CHECKIN NAME (a declared port); accept connections on the listening socket
+        it gets and print the first component of each of N messages on stdout; exit 0.
+  name_client.py as-uid UID SOCKET
+        drop to UID (and gid UID), send STATUS, print the reply's components on stdout.
+"""
+import os
+import signal
+import socket
+import struct
+import sys
+
+FLAG_REPLY_EXPECTED = 0x02
+KIND_DATA, KIND_PORT = 1, 2
+REGISTER, STATUS, CHECKIN = 0xFFFF0002, 0xFFFF0001, 0xFFFF0008
+
+
+def encode(msgid, strings, flags=FLAG_REPLY_EXPECTED):
+    data = [s.encode() for s in strings]
+    header = b"port" + struct.pack("<BBHI", 1, flags, len(data), msgid)
+    table = b"".join(struct.pack("<B3xI", KIND_DATA, len(d)) for d in data)
+    return header + table + b"".join(data)
+
+
+def decode(record):
+    """Returns (msgid, components): strings for data, None for a port."""
+    _, flags, count, msgid = struct.unpack("<BBHI", record[4:12])
+    comps, at = [], 12 + 8 * count
+    for i in range(count):
+        kind, length = struct.unpack("<B3xI", record[12 + 8 * i:20 + 8 * i])
+        if kind == KIND_DATA:
+            comps.append(record[at:at + length].decode())
+            at += length
+        else:
+            comps.append(None)
+    return msgid, comps
+
+
+def request(path, msgid, strings):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.connect(path)
+    s.send(encode(msgid, strings))
+    record, fds, _, _ = socket.recv_fds(s, 65536, 4)
+    return s, decode(record)[1], fds
+
+
+def main():
+    verb = sys.argv[1]
+    if verb == "register":
+        control, reply, fds = request(sys.argv[2], REGISTER, [sys.argv[3]])
+        print(reply[0], file=sys.stderr, flush=True)
+        if reply[0] != "registered":
+            return 1
+        signal.pause()  # hold the name until killed
+        return 0
+    if verb == "checkin-receive":
+        control, reply, fds = request(sys.argv[2], CHECKIN, [sys.argv[3]])
+        if reply[0] != "checked-in":
+            print(reply[0], flush=True)
+            return 1
+        listening = socket.socket(fileno=fds[0])
+        listening.setblocking(True)
+        remaining = int(sys.argv[4])
+        while remaining > 0:
+            conn, _ = listening.accept()
+            while remaining > 0:
+                record = conn.recv(65536)
+                if not record:
+                    break
+                print(decode(record)[1][0], flush=True)
+                remaining -= 1
+        return 0
+    if verb == "as-uid":
+        uid = int(sys.argv[2])
+        os.setgroups([])
+        os.setgid(uid)
+        os.setuid(uid)
+        control, reply, fds = request(sys.argv[3], STATUS, [])
+        print("\n".join(c or "" for c in reply), flush=True)
+        return 0
+    return 2
+
+
+sys.exit(main())
