@@ -127,7 +127,7 @@ import Testing
         try LocalSocket.listen(fd)
         let result = try runPortctl(["status", "--socket", socket, "--timeout", "0.2"])
         #expect(result.status == 75)
-        #expect(result.standardError.contains("did not answer within 0.2 s"))
+        #expect(result.standardError.contains("did not answer STATUS within 0.2 s"))
     }
 
     @Test func perUserInstanceUnderXDGRuntimeDir() throws {

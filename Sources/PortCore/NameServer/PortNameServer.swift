@@ -145,8 +145,10 @@ public final class PortNameServer: Sendable {
         }
         switch result {
         case .reply(let reply): return try NameServerReply(reply)
-        case .sendTimedOut: throw .timedOut("sending \(what) to portd at \(socketPath)")
-        case .receiveTimedOut: throw .timedOut("portd at \(socketPath) did not answer \(what)")
+        case .sendTimedOut:
+            throw .timedOut("portd at \(socketPath) took no request within \(Self.seconds(timeout)) (sending \(what))")
+        case .receiveTimedOut:
+            throw .timedOut("portd at \(socketPath) did not answer \(what) within \(Self.seconds(receiveTimeout ?? timeout))")
         case .invalidPort: throw .connectionLost
         }
     }
@@ -157,6 +159,12 @@ public final class PortNameServer: Sendable {
         var message = PCPortMessage(msgid: msgid, strings: strings)
         message.replyPort = replyPort
         return try exchange(message, what: what, receiveTimeout: receiveTimeout)
+    }
+
+    /// "5 s", "0.25 s": a duration for messages.
+    static func seconds(_ d: Duration) -> String {
+        let ms = d.nanosecondsClamped / 1_000_000
+        return ms % 1000 == 0 ? "\(ms / 1000) s" : "\(Double(ms) / 1000) s"
     }
 
     static func checkName(_ name: String) throws(NameServerError) {
