@@ -73,6 +73,19 @@ struct ConnectionOptions: ParsableArguments {
     }
 }
 
+/// --quiet alone, for a verb that prints nothing but notices (register).
+struct QuietOption: ParsableArguments {
+    @Flag(name: [.customShort("q"), .long], help: "Print no notices (errors still go to standard error).")
+    var quiet = false
+
+    /// The OutputOptions equivalent, for code shared with the printing verbs.
+    var output: OutputOptions {
+        var o = OutputOptions()
+        o.quiet = quiet
+        return o
+    }
+}
+
 /// --json and --quiet, for every verb that prints.
 struct OutputOptions: ParsableArguments {
     @Flag(help: "Print JSON: one object per line (one per record for streams and lists).")

@@ -14,7 +14,8 @@ struct CheckIn: ParsableCommand {
         abstract: "Check in to a server as a worker (msgid 100 with our port as reply port), then listen.",
         discussion: """
             The messages the server then sends to the worker's port are printed, or handled by --exec, \
-            as with listen. Exits with 74 when the server's port goes away.
+            as with listen (see portctl listen --help for --exec). --timeout bounds the wait for each \
+            message (no bound without it). Exits with 74 when the server's port goes away.
 
             \(ExitStatus.helpText)
             """

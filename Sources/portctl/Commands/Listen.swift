@@ -12,7 +12,8 @@ struct Listen: ParsableCommand {
         discussion: """
             Each message prints as a heading (msgid, sender pid/uid/gid, whether a reply is expected) \
             and one line per component, or one JSON object with --json. A request gets an empty reply \
-            unless --exec is given. --timeout bounds the wait for each message.
+            unless --exec is given. --timeout bounds the wait for each message (no bound without it); \
+            a taken name is waited for in its queue unless --no-queue.
 
             With --exec COMMAND, COMMAND runs with /bin/sh -c once per message, with the message's data \
             components concatenated on its standard input and PORTCTL_NAME, PORTCTL_MSGID, \

@@ -15,7 +15,9 @@ struct Register: ParsableCommand {
             COMMAND gets the name's listening socket as descriptor 3, with LISTEN_FDS=1, \
             LISTEN_FDNAMES=NAME and LISTEN_PID set to its own pid (sd_listen_fds(3)). \
             portctl exits with COMMAND's exit status once it ends, and the name is released. \
-            SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to portctl are relayed to COMMAND.
+            SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to portctl are relayed to COMMAND. \
+            When the name is taken, portctl waits in its queue (unless --no-queue) and starts COMMAND \
+            once it gets the name; --timeout bounds that wait (no bound without it) and each answer of portd.
 
             \(ExitStatus.helpText)
             """
@@ -24,7 +26,7 @@ struct Register: ParsableCommand {
     @Argument(help: "The name to hold.") var name: String
     @OptionGroup var ownership: OwnershipOptions
     @OptionGroup var connection: ConnectionOptions
-    @OptionGroup var output: OutputOptions
+    @OptionGroup var output: QuietOption
 
     @Argument(parsing: .postTerminator, help: ArgumentHelp("The command to run, after --.", valueName: "command"))
     var command: [String] = []
@@ -38,7 +40,7 @@ struct Register: ParsableCommand {
 
     func execute() throws(Failure) {
         let server = try connection.connect()
-        let port = try ownership.take(name, on: server, connection: connection, output: output)
+        let port = try ownership.take(name, on: server, connection: connection, output: output.output)
         guard let descriptor = port.listeningDescriptor else {
             throw Failure(.protocolError, "portd passed no listening socket for \(name)")
         }

@@ -11,7 +11,9 @@ struct Request: ParsableCommand {
         abstract: "Send a request to a name and print the reply.",
         discussion: """
             Components are given as for send. The reply prints one line per component \
-            (text escaped, quoted), one JSON object with --json, or its data bytes as they are with --raw.
+            (text escaped, quoted), one JSON object with --json, or its data bytes as they are with --raw. \
+            --timeout (default 5 s) bounds each wait: for portd, for the name with --wait, for room \
+            in the receiver's queue, for the reply.
 
             \(ExitStatus.helpText)
             """

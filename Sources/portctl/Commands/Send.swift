@@ -12,7 +12,9 @@ struct Send: ParsableCommand {
         abstract: "Send a message to a name.",
         discussion: """
             Components are sent in the order given: --data STRING, --file PATH, --hex HEX, and - \
-            (standard input). A component larger than one record travels as a sealed memfd.
+            (standard input). A component larger than one record travels as a sealed memfd. \
+            --timeout (default 5 s) bounds each wait: for portd, for the name with --wait, for room \
+            in the receiver's queue.
 
             \(ExitStatus.helpText)
             """
