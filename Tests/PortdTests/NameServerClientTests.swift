@@ -3,8 +3,8 @@
 // registered, looked up and used; the lookup cache refreshed when its port
 // dies; D-Bus ownership (queue and NAME_ACQUIRED, do-not-queue, replacement);
 // release; watches (callback and AsyncSequence); list, owner and status;
-// waiting lookups; and a declared port's check-in (fake only: the real
-// daemon declares ports from portd.conf).
+// waiting lookups; and a declared port's check-in (the real daemon gets
+// its declaration from a portd.conf of the test's).
 //
 // The `.real` cases need the daemon side of the name server (branch `ns`).
 
@@ -229,9 +229,8 @@ import Testing
         #expect(result.withLock { $0 }?.pid == getpid())
     }
 
-    @Test(arguments: kinds.filter { $0 == .fake }) func aDeclaredPortIsCheckedIn(_ kind: DaemonKind) throws {
-        let daemon = try TestDaemon(kind)
-        daemon.declare("declared")
+    @Test(arguments: kinds) func aDeclaredPortIsCheckedIn(_ kind: DaemonKind) throws {
+        let daemon = try TestDaemon(kind, declaring: ["declared"])
         let service = try daemon.client()
         guard case .checkedIn(let port) = try service.checkIn(declaredName: "declared") else {
             Issue.record("not checked in")

@@ -90,6 +90,38 @@ import Testing
         }
     }
 
+    @Test(arguments: kinds) func replacementThroughPortctl(_ kind: DaemonKind) throws {
+        let d = try TestDaemon(kind)
+        let svc = uniqueName("swap")
+        let watcher = try d.startPortctl(["watch", svc, "--count", "2", "--socket", d.socket], environment: ["PORTD_SOCKET": ""])
+        try watcher.waitForStandardError(containing: "watching \(svc)")
+        let first = try d.startPortctl(["listen", svc, "--allow-replacement"])
+        try first.waitForStandardError(containing: "listening on \(svc)")
+        let second = try d.startPortctl(["listen", svc, "--replace", "--no-queue", "--count", "1", "--json"])
+        try second.waitForStandardError(containing: "listening on \(svc)")
+        #expect(try d.portctl(["send", svc, "--msgid", "4", "--data", "to the new owner"]).status == 0)
+        #expect(try second.waitForExit() == 0, "\(second.standardError)")
+        #expect((try jsonObject(second.standardOutput)["components"] as? [[String: Any]])?.first?["text"] as? String == "to the new owner")
+        #expect(try watcher.waitForExit() == 0)
+        #expect(watcher.standardOutput.split(separator: "\n") == [
+            "registered \(svc) new=\(first.pid)/\(getuid())",
+            "replaced \(svc) old=\(first.pid)/\(getuid()) new=\(second.pid)/\(getuid())",
+        ])
+        first.signal(SIGTERM)
+        #expect(first.standardOutput.isEmpty, "the replaced owner got nothing")
+    }
+
+    @Test(arguments: kinds) func aDeclaredPortKeepsWhatWasSentBeforeItsService(_ kind: DaemonKind) throws {
+        let name = uniqueName("spool")
+        let d = try TestDaemon(kind, declaring: [name])
+        // Sent while no service runs: it waits in the kernel's queue.
+        #expect(try d.portctl(["send", name, "--msgid", "1", "--data", "early"]).status == 0)
+        let service = try d.portctl(["listen", name, "--declared", "--count", "1", "--json", "--timeout", "20"])
+        #expect(service.status == 0, "\(service.standardError)")
+        #expect((try jsonObject(service.standardOutput)["components"] as? [[String: Any]])?.first?["text"] as? String == "early")
+        #expect(try d.portctl(["listen", uniqueName("undeclared"), "--declared"]).status == 67)
+    }
+
     @Test(arguments: kinds) func watchEveryNameInText(_ kind: DaemonKind) throws {
         let d = try TestDaemon(kind)
         let svc = uniqueName("any")

@@ -10,7 +10,8 @@
 // Not a PCPort: a PCPort replaces a request's REPLY_PORT with the one-shot
 // reply right, and WATCH and REGISTER need the client's port.
 //
-// Behaviour (the contract's): names belong to the client connection that
+// Behaviour (the contract's, with the daemon side's clarifications in the
+// notes): names belong to the client connection that
 // registered them and go, with their socket file, the moment it closes;
 // D-Bus ownership (allow-replacement, replace-existing, do-not-queue, a FIFO
 // queue that gets NAME_ACQUIRED); LOOKUP connects to the name's socket and
@@ -126,7 +127,8 @@ final class FakeNameServer: @unchecked Sendable {
         finished.wait()
     }
 
-    /// Declares a port (as portd.conf would): created now, claimed with CHECKIN.
+    /// Declares a port (as portd.conf would): created now, found by LOOKUP,
+    /// claimed with CHECKIN.
     func declare(_ name: String) {
         let done = DispatchSemaphore(value: 0)
         loop.perform { [self] in
@@ -310,16 +312,25 @@ final class FakeNameServer: @unchecked Sendable {
 
     /// A "found" reply for `name`, or nil when nobody owns it.
     private func connect(_ name: String) -> ((UInt32) -> PCPortMessage)? {
-        guard let e = names[name], let fd = try? UnixSocket.makeSocket() else { return nil }
+        // A declared port is always there, owned by the daemon.
+        let (path, pid, uid): (String, Int32, UInt32)
+        if let e = names[name] {
+            (path, pid, uid) = (e.path, e.owner.pid, e.owner.uid)
+        } else if declared[name] != nil {
+            (path, pid, uid) = (self.path(of: name), getpid(), getuid())
+        } else {
+            return nil
+        }
+        guard let fd = try? UnixSocket.makeSocket() else { return nil }
         // The owner may have closed its receive right while keeping the name: "not-found".
-        guard (try? UnixSocket.connect(fd, to: UnixSocketAddress(path: e.path))) != nil else {
+        guard (try? UnixSocket.connect(fd, to: UnixSocketAddress(path: path))) != nil else {
             close(fd)
             return nil
         }
         return { msgid in
             PCPortMessage(msgid: msgid, components: [
                 .data(Array("found".utf8)), .port(SendRight(adopting: fd)),
-                .data(Array("pid=\(e.owner.pid)".utf8)), .data(Array("uid=\(e.owner.uid)".utf8)),
+                .data(Array("pid=\(pid)".utf8)), .data(Array("uid=\(uid)".utf8)),
             ])
         }
     }
@@ -335,11 +346,12 @@ final class FakeNameServer: @unchecked Sendable {
 
     // MARK: Owners
 
+    /// The owner goes: the next queued client that can be told gets the
+    /// name; watchers see one "released" with the new owner, if any.
     private func dropOwner(_ name: String) {
         guard var e = names[name] else { return }
         let old = e.owner
         unlink(e.path)
-        tell(name, "released", old: old, new: nil)
         while !e.queue.isEmpty {
             let next = e.queue.removeFirst()
             guard let notify = next.notify else { continue }
@@ -354,11 +366,12 @@ final class FakeNameServer: @unchecked Sendable {
             e.owner = next
             e.since = Self.unixMilliseconds()
             names[name] = e
-            tell(name, "registered", old: nil, new: next)
+            tell(name, "released", old: old, new: next)
             answerWaitingLookups(name)
             return
         }
         names[name] = nil
+        tell(name, "released", old: old, new: nil)
     }
 
     private func tell(_ name: String, _ event: String, old: Owner?, new: Owner?) {

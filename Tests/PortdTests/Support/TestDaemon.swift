@@ -37,17 +37,27 @@ final class TestDaemon {
     private var fake: FakeNameServer?
     private var real: DaemonProcess?
 
-    init(_ kind: DaemonKind) throws {
+    /// Starts a daemon; `declaring` names ports declared as portd.conf(5)
+    /// would (check-in allowed to this process's uid).
+    init(_ kind: DaemonKind, declaring: [String] = []) throws {
         self.kind = kind
         directory = try TemporaryDirectory()
         switch kind {
         case .fake:
             let f = try FakeNameServer(directory: directory.path)
+            for name in declaring { f.declare(name) }
             fake = f
             socket = f.socketPath
         case .real:
             socket = directory.appending("portd.sock")
-            real = try DaemonProcess.started(socket: socket)
+            var arguments: [String] = []
+            if !declaring.isEmpty {
+                let config = directory.appending("portd.conf")
+                let text = declaring.map { "[Port]\nName=\($0)\nCheckInUser=\(getuid())\n" }.joined(separator: "\n")
+                try text.write(toFile: config, atomically: true, encoding: .utf8)
+                arguments = ["--config", config]
+            }
+            real = try DaemonProcess.started(socket: socket, arguments: arguments)
         }
     }
 
@@ -72,12 +82,6 @@ final class TestDaemon {
     /// A client connection of the test process itself.
     func client(timeout: Duration = .seconds(10)) throws -> PortNameServer {
         try PortNameServer(socketPath: socket, timeout: timeout)
-    }
-
-    /// Declares a port that CHECKIN can claim (the fake only; the real
-    /// daemon takes declarations from portd.conf).
-    func declare(_ name: String) {
-        fake?.declare(name)
     }
 
     deinit {
