@@ -10,7 +10,8 @@ struct ServeOptions: ParsableArguments {
 
     @Option(
         help: ArgumentHelp(
-            "Run COMMAND (with /bin/sh -c) once per message: data components on its standard input, details in PORTCTL_* variables; its output is the reply.",
+            "Run COMMAND (with /bin/sh -c) once per message: data components on its standard input, "
+                + "details in PORTCTL_* variables; its output is the reply.",
             valueName: "command"))
     var exec: String?
 

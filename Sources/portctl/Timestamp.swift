@@ -21,6 +21,7 @@ enum Timestamp {
         func two(_ n: Int64) -> String { n < 10 ? "0\(n)" : "\(n)" }
         let fraction = ms % 1000
         let f = fraction < 10 ? "00\(fraction)" : fraction < 100 ? "0\(fraction)" : "\(fraction)"
-        return "\(year)-\(two(month))-\(two(day)) \(two(secondOfDay / 3600)):\(two(secondOfDay % 3600 / 60)):\(two(secondOfDay % 60)).\(f) UTC"
+        let time = "\(two(secondOfDay / 3600)):\(two(secondOfDay % 3600 / 60)):\(two(secondOfDay % 60)).\(f)"
+        return "\(year)-\(two(month))-\(two(day)) \(time) UTC"
     }
 }

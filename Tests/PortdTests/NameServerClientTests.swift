@@ -186,6 +186,9 @@ import Testing
         var iterator = stream.makeAsyncIterator()
         let change = try #require(await iterator.next())
         #expect(change.name == svc && change.event == .known(.registered))
+        // The watch ends with the client's connection, and the sequence with it.
+        watcher.invalidate()
+        #expect(await iterator.next() == nil)
     }
 
     @Test(arguments: kinds) func listOwnerAndStatus(_ kind: DaemonKind) throws {

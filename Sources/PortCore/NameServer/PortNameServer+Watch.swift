@@ -13,7 +13,7 @@
 public final class NameWatch: Sendable {
     /// The watched name, nil for every name.
     public let name: String?
-    private let port: PCPort
+    let port: PCPort
 
     init(name: String?, port: PCPort) {
         self.name = name
@@ -68,15 +68,22 @@ extension PortNameServer {
             port.invalidate()
             throw reply.unexpected(for: "WATCH")
         }
+        let id = ObjectIdentifier(port)
+        state.withLock { $0.watches[id] = port }
+        port.onInvalidation { [weak self] in _ = self?.state.withLock { $0.watches.removeValue(forKey: id) } }
+        if !isValid { port.invalidate() }  // invalidated meanwhile: the watch ends with the connection
         return NameWatch(name: name, port: port)
     }
 
     /// Owner changes of `name` (nil: every name) as an AsyncSequence, read
     /// on the background loop. The subscription ends when the consumer stops
-    /// iterating or the connection to portd closes.
+    /// iterating (the watch is cancelled then); portd's side of it ends with
+    /// this client's connection (`invalidate()`), after which no more
+    /// changes come.
     public func ownerChanges(of name: String?) throws(NameServerError) -> AsyncStream<NameOwnerChange> {
         let (stream, continuation) = AsyncStream<NameOwnerChange>.makeStream()
         let watch = try watch(name) { change in continuation.yield(change) }
+        watch.port.onInvalidation { continuation.finish() }
         continuation.onTermination = { _ in watch.cancel() }
         return stream
     }

@@ -32,12 +32,14 @@ public final class PortNameServer: Sendable {
     public let timeout: Duration
     private let control: SendRight
     private let limits: PortLimits
-    private let state = Mutex(State())
+    let state = Mutex(State())
 
-    private struct State {
+    struct State {
         var cache: [String: SendRight] = [:]
         /// Notification ports of queued registrations, until they get their name.
         var acquisitions: [ObjectIdentifier: PCPort] = [:]
+        /// The ports of running watches (they end with the connection).
+        var watches: [ObjectIdentifier: PCPort] = [:]
     }
 
     /// Connects to portd at `location`. The per-user fallback directory
@@ -78,17 +80,19 @@ public final class PortNameServer: Sendable {
     deinit { invalidate() }
 
     /// Closes the connection: portd releases every name it registered and
-    /// drops its queue places and watches. Idempotent.
+    /// drops its queue places and watches; local watches end (their
+    /// AsyncSequences finish). Idempotent.
     public func invalidate() {
-        let (cached, pending) = state.withLock { s in
+        let (cached, ports) = state.withLock { s in
             defer {
                 s.cache.removeAll()
                 s.acquisitions.removeAll()
+                s.watches.removeAll()
             }
-            return (Array(s.cache.values), Array(s.acquisitions.values))
+            return (Array(s.cache.values), Array(s.acquisitions.values) + Array(s.watches.values))
         }
         for right in cached { right.invalidate() }
-        for port in pending { port.invalidate() }
+        for port in ports { port.invalidate() }
         control.invalidate()
     }
 

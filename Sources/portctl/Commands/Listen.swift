@@ -10,7 +10,7 @@ struct Listen: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Register a name and print (or --exec a command for) each message it receives.",
         discussion: """
-            Each message prints as a heading (msgid, sender pid/uid/gid, whether a reply is expected) \
+            Each message prints as a heading (msgid, sender pid/uid/gid, whether it has a reply port) \
             and one line per component, or one JSON object with --json. A request gets an empty reply \
             unless --exec is given. --timeout bounds the wait for each message (no bound without it); \
             a taken name is waited for in its queue unless --no-queue.

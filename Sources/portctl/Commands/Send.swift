@@ -44,7 +44,10 @@ struct Send: ParsableCommand {
         switch result {
         case .sent:
             if output.json {
-                try output.emit(JSONObject([("name", .string(name)), ("msgid", .unsigned(UInt64(message.msgid.value))), ("sent", .bool(true))]).text)
+                try output.emit(
+                    JSONObject([
+                        ("name", .string(name)), ("msgid", .unsigned(UInt64(message.msgid.value))), ("sent", .bool(true)),
+                    ]).text)
             }
         case .timedOut:
             throw Failure(.timedOut, "the queue of \(name) stayed full for \(connection.timeoutText)")
