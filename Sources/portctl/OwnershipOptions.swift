@@ -71,10 +71,22 @@ struct OwnershipOptions: ParsableArguments {
         case .alreadyOwned(let owner):
             throw Failure(.failure, "\(name) is already owned by \(owner)")
         case .queued:
+            let lost = Mutex(false)
+            do {
+                try server.onConnectionLoss(in: loop, forMode: .default) {
+                    lost.withLock { $0 = true }
+                    loop.stop()
+                }
+            } catch {
+                throw Failure(error)
+            }
             output.notice("\(name) is taken; queued for it")
             let deadline = connection.explicitTimeout.map { MonotonicInstant.now() + $0 } ?? .distantFuture
             while true {
                 if let port = acquired.withLock({ $0 }) { return port }
+                if lost.withLock({ $0 }) {
+                    throw Failure(.portInvalid, "portd closed the connection while \(name) was queued")
+                }
                 if MonotonicInstant.now() >= deadline {
                     throw Failure(.timedOut, "\(name) stayed taken for \(connection.timeoutText)")
                 }

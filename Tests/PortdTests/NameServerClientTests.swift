@@ -232,6 +232,26 @@ import Testing
         #expect(result.withLock { $0 }?.pid == getpid())
     }
 
+    @Test(arguments: kinds) func everyConnectionLossHandlerIsCalled(_ kind: DaemonKind) throws {
+        let daemon = try TestDaemon(kind)
+        let client = try daemon.client()
+        let calls = Mutex(0)
+        let all = Flag()
+        // Several handlers on one loop and mode share one source (epoll takes a descriptor once).
+        for _ in 0..<3 {
+            try client.onConnectionLoss(in: BackgroundLoop.shared.loop) {
+                if calls.withLock({ $0 += 1; return $0 }) == 3 { all.signal() }
+            }
+        }
+        try daemon.stop()
+        #expect(all.wait())
+        // One added after the fact runs at once.
+        let late = Flag()
+        try client.onConnectionLoss(in: BackgroundLoop.shared.loop) { late.signal() }
+        #expect(late.wait(timeout: .zero))
+        #expect(calls.withLock { $0 } == 3)
+    }
+
     @Test(arguments: kinds) func aDeclaredPortIsCheckedIn(_ kind: DaemonKind) throws {
         let daemon = try TestDaemon(kind, declaring: ["declared"])
         let service = try daemon.client()

@@ -32,6 +32,7 @@ public final class PortNameServer: Sendable {
     public let timeout: Duration
     private let control: SendRight
     private let limits: PortLimits
+    private let lossRelay = ConnectionLossRelay()
     let state = Mutex(State())
 
     struct State {
@@ -98,6 +99,25 @@ public final class PortNameServer: Sendable {
 
     /// Whether the connection is open on our side.
     public var isValid: Bool { control.isValid }
+
+    /// Calls `handler` on `loop`'s thread, once, when portd closes this
+    /// client's connection (it stopped, or dropped this client): the names
+    /// it held are gone then, and its watches and queue places ended.
+    /// Any number of handlers may wait; not called after `invalidate()`.
+    /// Registered after the loss was seen on that loop and mode, `handler`
+    /// runs at once, on the calling thread.
+    public func onConnectionLoss(
+        in loop: PCRunLoop, forMode mode: PCRunLoop.Mode = .common, _ handler: @escaping () -> Void
+    ) throws(NameServerError) {
+        let key = ConnectionLossRelay.Key(loop: ObjectIdentifier(loop), mode: mode)
+        guard lossRelay.add(handler, for: key) else { return }
+        do {
+            try control.onInvalidation(in: loop, forMode: mode) { [lossRelay] in lossRelay.fire(key) }
+        } catch {
+            lossRelay.remove(key)
+            throw .transport(.system(error))
+        }
+    }
 
     // MARK: Connecting
 

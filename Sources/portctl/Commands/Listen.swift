@@ -1,7 +1,8 @@
 // Listen: `portctl listen NAME`: register NAME and print each message it
 // receives (MessageServer), or run --exec COMMAND per message and reply
 // with its output. --count N exits 0 after N messages; --timeout S exits 75
-// when S seconds pass without a message.
+// when S seconds pass without a message; when portd goes (and the name with
+// it), 74 once the messages already received are handled.
 
 import ArgumentParser
 import PortCore
@@ -39,10 +40,19 @@ struct Listen: ParsableCommand {
         let server = try connection.connect()
         let port = try ownership.take(name, on: server, connection: connection, output: output)
         defer { port.invalidate() }
+        let messageServer = MessageServer(
+            port: port, name: name, serve: serve, output: output, idleTimeout: connection.explicitTimeout)
+        let name = self.name
+        do {
+            try server.onConnectionLoss(in: PCRunLoop.current, forMode: .default) {
+                messageServer.failAfterDraining(
+                    Failure(.portInvalid, "portd closed the connection; \(name) is no longer registered"))
+            }
+        } catch {
+            throw Failure(error)
+        }
         output.notice("listening on \(name)")
-        try MessageServer(
-            port: port, name: name, serve: serve, output: output, idleTimeout: connection.explicitTimeout
-        ).run()
+        try messageServer.run()
         withExtendedLifetime(server) {}
     }
 }

@@ -1,7 +1,7 @@
 // Watch: `portctl watch [NAME]`: print owner changes of NAME (or of every
 // name) as they happen (WATCH; NAME_OWNER_CHANGED), one line or one JSON
 // object each. --count N exits 0 after N changes; --timeout S exits 75 when
-// S seconds pass without one.
+// S seconds pass without one; when portd goes, 74.
 
 import ArgumentParser
 import PortCore
@@ -73,11 +73,28 @@ struct Watch: ParsableCommand {
             throw Failure(error)
         }
         defer { watch.cancel() }
+        do {
+            try server.onConnectionLoss(in: loop, forMode: .default) {
+                state.lost = true
+                loop.stop()
+            }
+        } catch {
+            throw Failure(error)
+        }
         output.notice("watching \(name ?? "every name")")
         state.seen(count: nil, idle: idle, loop, counting: false)
         while true {
             if let failure = state.failure { throw failure }
             if state.done { return }
+            if state.lost {
+                // Print the changes portd sent before it went, then stop.
+                while !state.done && state.failure == nil,
+                    loop.run(mode: .default, timeout: .zero, returnAfterSourceHandled: true) == .handledSource
+                {}
+                if let failure = state.failure { throw failure }
+                if state.done { return }
+                throw Failure(.portInvalid, "portd closed the connection")
+            }
             let deadline = state.deadline
             let r = loop.run(mode: .default, before: deadline, returnAfterSourceHandled: true)
             if r == .timedOut && MonotonicInstant.now() >= state.deadline && !state.done {
@@ -93,6 +110,8 @@ private final class WatchState: @unchecked Sendable {
     // run loop only (the watch port is scheduled there).
     var failure: Failure?
     var done = false
+    /// portd closed the connection.
+    var lost = false
     var seenCount = 0
     var deadline = MonotonicInstant.distantFuture
 

@@ -122,6 +122,22 @@ import Testing
         #expect(try d.portctl(["listen", uniqueName("undeclared"), "--declared"]).status == 67)
     }
 
+    @Test(arguments: kinds) func listenWatchAndQueueEndWhenPortdGoes(_ kind: DaemonKind) throws {
+        let d = try TestDaemon(kind)
+        let svc = uniqueName("orphaned")
+        let listener = try d.startPortctl(["listen", svc])
+        try listener.waitForStandardError(containing: "listening on \(svc)")
+        let queued = try d.startPortctl(["listen", svc])
+        try queued.waitForStandardError(containing: "queued for it")
+        let watcher = try d.startPortctl(["watch"])
+        try watcher.waitForStandardError(containing: "watching every name")
+        try d.stop()
+        for (what, child) in [("listen", listener), ("queued listen", queued), ("watch", watcher)] {
+            #expect(try child.waitForExit() == 74, "\(what): \(child.standardError)")
+        }
+        #expect(listener.standardError.contains("portd closed the connection; \(svc) is no longer registered"))
+    }
+
     @Test(arguments: kinds) func watchEveryNameInText(_ kind: DaemonKind) throws {
         let d = try TestDaemon(kind)
         let svc = uniqueName("any")

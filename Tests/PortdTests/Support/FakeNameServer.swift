@@ -24,6 +24,7 @@
 
 import Foundation
 import Glibc
+import Synchronization
 
 @testable import PortCore
 
@@ -35,6 +36,7 @@ final class FakeNameServer: @unchecked Sendable {
     let directory: String
     private var loop: PCRunLoop!
     private let finished = DispatchSemaphore(value: 0)
+    private let stopped = Mutex(false)
     private let startedAt = MonotonicInstant.now()
     private var listener: PortSource?
     private var nextClientID: UInt64 = 1
@@ -117,8 +119,10 @@ final class FakeNameServer: @unchecked Sendable {
         ready.wait()
     }
 
-    /// Stops serving and waits for the thread; every client sees its connection close.
+    /// Stops serving and waits for the thread; every client sees its
+    /// connection close. Idempotent.
     func stop() {
+        guard !stopped.withLock({ s in defer { s = true }; return s }) else { return }
         loop.perform { [self] in
             listener?.invalidate()
             unlink(socketPath)

@@ -84,6 +84,12 @@ final class TestDaemon {
         try PortNameServer(socketPath: socket, timeout: timeout)
     }
 
+    /// Stops the daemon (SIGTERM for the real one); its clients see their connections close.
+    func stop() throws {
+        fake?.stop()
+        if let real, real.child.isRunning { #expect(try real.stop() == 0) }
+    }
+
     deinit {
         fake?.stop()
         if let real, real.child.isRunning { _ = try? real.stop() }
