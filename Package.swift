@@ -58,6 +58,11 @@ let package = Package(
             dependencies: ["PortCore", "CPortSystem", "portd"],
             exclude: ["Fixtures"]
         ),
+        // Unit tests of portctl's parts (@testable import portctl), without a daemon.
+        .testTarget(
+            name: "PortctlTests",
+            dependencies: ["PortCore", "portctl"]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -5,11 +5,13 @@
 #include <unistd.h>
 #include <fcntl.h>
 #include <errno.h>
+#include <sys/syscall.h>
 #include "port_system.h"
 
 int port_accept4(int fd, int flags) { return accept4(fd, NULL, NULL, flags); }
 int port_memfd_create(const char *name, unsigned int flags) { return memfd_create(name, flags); }
 int port_pipe2(int fds[2], int flags) { return pipe2(fds, flags); }
+int port_pidfd_open(pid_t pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }
 int port_errno(void) { return errno; }
 int port_add_seals(int fd, unsigned int seals) { return fcntl(fd, F_ADD_SEALS, seals); }
 int port_get_seals(int fd) { return fcntl(fd, F_GET_SEALS); }

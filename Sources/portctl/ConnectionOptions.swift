@@ -1,6 +1,13 @@
 // ConnectionOptions: how every portctl verb finds and waits for portd:
 // `--socket PATH`, `--user`/`--system`, `--timeout S`. Path resolution is
 // PortCore's DaemonPaths, the same code portd binds with.
+//
+// --timeout has one meaning per kind of verb, documented in portctl(1):
+// for a one-shot exchange (status, list, lookup, send, request, wait's
+// default) it bounds each wait and defaults to 5 s; for verbs that run
+// until stopped (register, listen, watch, checkin) it bounds the wait for
+// portd's answers (5 s when not given) and, when given, also the wait for
+// the next message or event ("idle" timeout).
 
 import ArgumentParser
 import PortCore
@@ -15,18 +22,23 @@ extension DaemonInstance: EnumerableFlag {
 }
 
 struct ConnectionOptions: ParsableArguments {
+    /// The bound of a one-shot exchange when --timeout is not given.
+    static let defaultTimeout: Double = 5
+
     @Option(help: ArgumentHelp("The control socket of portd (overrides PORTD_SOCKET and the instance).", valueName: "path"))
     var socket: String?
 
     @Flag(exclusivity: .exclusive)
     var instance: DaemonInstance?
 
-    @Option(help: ArgumentHelp("Seconds to wait for portd before giving up.", valueName: "seconds"))
-    var timeout: Double = 5
+    @Option(help: ArgumentHelp("Seconds to wait before giving up (default 5; see the command's help).", valueName: "seconds"))
+    var timeout: Double?
 
     func validate() throws {
-        guard timeout.isFinite, timeout > 0, timeout <= 86_400 else {
-            throw ValidationError("--timeout must be a number of seconds greater than 0 (at most 86400)")
+        if let timeout {
+            guard timeout.isFinite, timeout > 0, timeout <= 86_400 else {
+                throw ValidationError("--timeout must be a number of seconds greater than 0 (at most 86400)")
+            }
         }
         if let socket, socket.isEmpty { throw ValidationError("--socket needs a path") }
     }
@@ -38,5 +50,59 @@ struct ConnectionOptions: ParsableArguments {
             environment: CurrentProcess.environment)
     }
 
-    var timeoutDuration: Duration { .nanoseconds(Int64(timeout * 1e9)) }
+    /// The bound of one exchange with portd (and of one-shot waits).
+    var exchangeTimeout: Duration { .seconds(timeout ?? Self.defaultTimeout) }
+
+    /// The explicit --timeout, if given (for waits that are unbounded by default).
+    var explicitTimeout: Duration? { timeout.map { .seconds($0) } }
+
+    /// The value printed in messages ("5 s").
+    var timeoutText: String { "\(Self.format(timeout ?? Self.defaultTimeout)) s" }
+
+    static func format(_ seconds: Double) -> String {
+        seconds == seconds.rounded() && seconds < 1e15 ? String(Int64(seconds)) : String(seconds)
+    }
+
+    /// Connects to portd, turning every failure into the documented exit status.
+    func connect() throws(Failure) -> PortNameServer {
+        do {
+            return try PortNameServer(location: location, timeout: exchangeTimeout)
+        } catch {
+            throw Failure(error)
+        }
+    }
+}
+
+/// --quiet alone, for a verb that prints nothing but notices (register).
+struct QuietOption: ParsableArguments {
+    @Flag(name: [.customShort("q"), .long], help: "Print no notices (errors still go to standard error).")
+    var quiet = false
+
+    /// The OutputOptions equivalent, for code shared with the printing verbs.
+    var output: OutputOptions {
+        var o = OutputOptions()
+        o.quiet = quiet
+        return o
+    }
+}
+
+/// --json and --quiet, for every verb that prints.
+struct OutputOptions: ParsableArguments {
+    @Flag(help: "Print JSON: one object per line (one per record for streams and lists).")
+    var json = false
+
+    @Flag(name: [.customShort("q"), .long], help: "Print nothing on success (errors still go to standard error).")
+    var quiet = false
+
+    /// Writes `line` (text or JSON) to standard output unless --quiet.
+    func emit(_ line: @autoclosure () -> String) throws(Failure) {
+        if quiet { return }
+        try Output.line(line())
+    }
+
+    /// A notice for people on standard error ("portctl: listening on NAME"), unless --quiet or --json.
+    func notice(_ text: @autoclosure () -> String) {
+        if quiet { return }
+        CurrentProcess.writeStandardError("portctl: \(text())\n")
+    }
 }

@@ -1,22 +1,62 @@
 // Failure: how a portctl verb ends unsuccessfully: one line on standard
 // error, `portctl: <what happened>`, then the documented exit status.
-// Verbs throw `Failure`; nothing else prints errors.
+// Verbs throw `Failure`; nothing else prints errors. A NameServerError maps
+// to its status here, in one place (the table is portctl(1) EXIT STATUS).
 
 import ArgumentParser
 import PortCore
 
 struct Failure: Error {
-    let status: ExitStatus
-    let message: String
+    /// The exit status: an ExitStatus, or a child's status passed on (register).
+    let code: Int32
+    /// Nil for a failure that has nothing to say (standard output closed).
+    let message: String?
 
     init(_ status: ExitStatus, _ message: String) {
-        self.status = status
+        self.code = status.rawValue
         self.message = message
+    }
+
+    private init(code: Int32) {
+        self.code = code
+        self.message = nil
+    }
+
+    /// A failure that prints nothing.
+    static func silent(_ status: ExitStatus) -> Failure { Failure(code: status.rawValue) }
+
+    /// Exits with `code` and prints nothing (a command's own status, passed on).
+    static func silent(exitCode code: Int32) -> Failure { Failure(code: code) }
+
+    /// The status and message for a name-server error.
+    init(_ error: NameServerError) {
+        let status: ExitStatus =
+            switch error {
+            case .notRunning: .notRunning
+            case .permissionDenied, .denied: .permissionDenied
+            case .invalidName: .usage
+            case .timedOut: .timedOut
+            case .connectionLost: .portInvalid
+            case .badRequest, .protocolError: .protocolError
+            case .untrustedDirectory, .limit, .daemonFailure: .failure
+            case .transport(let e):
+                if case .invalidated = e { .portInvalid } else { .failure }
+            }
+        self.init(status, error.description)
     }
 
     /// Prints the message and returns the exit code to throw.
     func report() -> ExitCode {
-        CurrentProcess.writeStandardError("portctl: \(message)\n")
-        return status.exitCode
+        if let message { CurrentProcess.writeStandardError("portctl: \(message)\n") }
+        return ExitCode(code)
+    }
+}
+
+/// Runs a verb's body, turning a Failure into its message and exit code.
+func reporting(_ body: () throws(Failure) -> Void) throws(ExitCode) {
+    do {
+        try body()
+    } catch {
+        throw error.report()
     }
 }

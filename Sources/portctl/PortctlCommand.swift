@@ -1,5 +1,7 @@
-// PortctlCommand: the whole subcommand tree of portctl in one place (more
-// verbs arrive with issue 5); each verb lives in Commands/.
+// PortctlCommand: the whole subcommand tree of portctl in one place; each
+// verb lives in Commands/. Shared options are option groups:
+// ConnectionOptions (--socket, --user/--system, --timeout), OutputOptions
+// (--json, --quiet), ComponentOptions, ServeOptions, OwnershipOptions.
 
 import ArgumentParser
 import PortCore
@@ -16,6 +18,9 @@ struct PortctlCommand: ParsableCommand {
             \(ExitStatus.helpText)
             """,
         version: PortdVersion.current,
-        subcommands: [Status.self]
+        subcommands: [
+            Register.self, Listen.self, Send.self, Request.self, CheckIn.self, List.self, Lookup.self, Watch.self,
+            Status.self, Wait.self,
+        ]
     )
 }

@@ -2,7 +2,7 @@
 // qualifying names: PortCore prefixes exactly the names Foundation already
 // declares (RunLoop, Timer, Port, PortMessage, PortDelegate, MessagePort)
 // with `PC`. This file uses every public PortCore type unqualified, next to
-// Foundation's namesakes.
+// Foundation's namesakes (the name-server client's types included).
 
 import Foundation
 import PortCore
@@ -30,5 +30,24 @@ import Testing
         source.invalidate()
         observer.invalidate()
         #expect(loop.run(mode: mode, timeout: .zero) == .finished)
+    }
+
+    /// Foundation on Linux declares no PortNameServer (NSPortNameServer's
+    /// Swift name on Darwin), so the name-server client needs no prefix.
+    @Test func nameServerTypesDoNotCollide() throws {
+        let client: PortNameServer.Type = PortNameServer.self
+        let error: NameServerError = .connectionLost
+        let options: RegistrationOptions = [.allowReplacement]
+        let outcome: ReleaseOutcome = .released
+        let owner = NameOwner.Process(pid: 1, uid: 0)
+        let change = NameOwnerChange(name: "a", event: .known(.registered), oldOwner: nil, newOwner: owner)
+        let entry = NameEntry(name: "a", owner: owner, sinceMilliseconds: 0, queuedCount: 0)
+        let watch: NameWatch.Type = NameWatch.self
+        let lookup: LookupOutcome = .notFound
+        let registration: RegistrationOutcome = .queued
+        let declared: DeclaredCheckInOutcome = .notDeclared
+        let port: Port.Type = Port.self  // Foundation's, beside PortCore's PCPort
+        _ = (client, error, options, outcome, change, entry, watch, lookup, registration, declared, port)
+        #expect(NameServerProtocol.isValidName("a"))
     }
 }

@@ -1,6 +1,7 @@
 // LocalSocketTests: the provisional AF_UNIX wrappers on real sockets:
 // record boundaries, truncation, end of stream, peer credentials, errors
-// that name the call, abstract datagram sockets, and ControlClient's outcomes.
+// that name the call, abstract datagram sockets. (Connecting to portd's
+// socket is PortNameServerTests' business.)
 
 import Glibc
 import Testing
@@ -89,19 +90,5 @@ import Testing
         var buffer = [UInt8](repeating: 0, count: 64)
         #expect(try LocalSocket.receive(receiver, into: &buffer) == .record(count: 7, truncated: false))
         #expect(try LocalSocket.wait(receiver, for: .readable, timeout: .zero).isEmpty)
-    }
-
-    @Test func controlClientOutcomes() throws {
-        let pair = try Pair()
-        // No file, then a file nobody listens on: both "not running".
-        #expect(try ControlClient.exchange([1], at: "\(pair.directory)/none.sock", timeout: .seconds(5)) == .notRunning)
-        let stale = "\(pair.directory)/stale.sock"
-        let fd = try LocalSocket.make(.seqPacket)
-        try LocalSocket.bind(fd, path: stale)
-        LocalSocket.close(fd)
-        defer { _ = try? FileSystem.remove(stale) }
-        #expect(try ControlClient.exchange([1], at: stale, timeout: .seconds(5)) == .notRunning)
-        // A listener that accepts nothing: the connect succeeds (backlog), the reply never comes.
-        #expect(try ControlClient.exchange([1], at: pair.path, timeout: .milliseconds(50)) == .timedOut)
     }
 }

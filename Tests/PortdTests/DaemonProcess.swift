@@ -10,7 +10,9 @@
 //   - `DaemonProcess` starts portd with a clean environment (nothing of the
 //     caller's PORTD_SOCKET, XDG_RUNTIME_DIR, LISTEN_*, JOURNAL_STREAM
 //     leaks in), signals it, and waits for its exit with a bound;
-//   - `runPortctl` runs portctl to completion and returns status and output.
+//   - `runPortctl` runs portctl to completion and returns status and output;
+//     a child's standard input can be fed, and a running child's output
+//     read up to an expected text (`waitForStandardOutput`).
 // Every wait has a generous upper bound (`HarnessTimeout`) that turns a hang
 // into a failing test; none stands in for synchronisation.
 
@@ -160,8 +162,12 @@ final class ChildProcess: @unchecked Sendable {
     private var collectedError: String?
     /// Standard error already read by `waitForStandardError`.
     private var errorPrefix = ""
+    /// Standard output already read by `waitForStandardOutput`.
+    private var outputPrefix = ""
 
-    init(executable: String, arguments: [String], environment: [String: String]) throws {
+    /// Starts `executable`; its standard input is /dev/null, or a pipe fed
+    /// with `input` (then closed) by a thread of its own.
+    init(executable: String, arguments: [String], environment: [String: String], input: [UInt8]? = nil) throws {
         self.executable = executable
         var outPipe: [Int32] = [-1, -1]
         var errPipe: [Int32] = [-1, -1]
@@ -171,7 +177,13 @@ final class ChildProcess: @unchecked Sendable {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        var inPipe: [Int32] = [-1, -1]
+        if input != nil {
+            guard port_pipe2(&inPipe, O_CLOEXEC) == 0 else { throw HarnessError.unexpected("pipe2 failed") }
+            posix_spawn_file_actions_adddup2(&actions, inPipe[0], 0)
+        } else {
+            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        }
         posix_spawn_file_actions_adddup2(&actions, outPipe[1], 1)  // dup2 clears CLOEXEC on the copy
         posix_spawn_file_actions_adddup2(&actions, errPipe[1], 2)
 
@@ -198,10 +210,27 @@ final class ChildProcess: @unchecked Sendable {
         let r = posix_spawn(&child, executable, &actions, &attributes, argv, envp)
         close(outPipe[1])
         close(errPipe[1])
+        if input != nil { close(inPipe[0]) }
         guard r == 0 else {
             close(outPipe[0])
             close(errPipe[0])
+            if input != nil { close(inPipe[1]) }
             throw HarnessError.unexpected("posix_spawn \(executable): \(String(cString: strerror(r)))")
+        }
+        if let input {
+            // The child may exit without reading it all: EPIPE, not SIGPIPE
+            // (MSG_NOSIGNAL does not exist for pipes, so SIGPIPE is ignored here).
+            Glibc.signal(SIGPIPE, SIG_IGN)
+            let writeEnd = inPipe[1]
+            let feeder = Thread {
+                var rest = input[...]
+                while !rest.isEmpty {
+                    let n = rest.withUnsafeBytes { write(writeEnd, $0.baseAddress, $0.count) }
+                    if n > 0 { rest = rest.dropFirst(n) } else if port_errno() != EINTR { break }
+                }
+                close(writeEnd)
+            }
+            feeder.start()
         }
         pid = child
         outputFD = outPipe[0]
@@ -262,8 +291,26 @@ final class ChildProcess: @unchecked Sendable {
     /// Standard output, complete once the child (and anything that inherited it) has exited.
     var standardOutput: String {
         lock.withLock {
-            if collectedOutput == nil { collectedOutput = Self.readToEnd(outputFD) }
+            if collectedOutput == nil { collectedOutput = outputPrefix + Self.readToEnd(outputFD) }
             return collectedOutput!
+        }
+    }
+
+    /// Reads standard output until it contains `text` (for a child that keeps running).
+    func waitForStandardOutput(containing text: String, timeout: Duration = HarnessTimeout) throws {
+        let deadline = MonotonicInstant.now() + timeout
+        var seen = lock.withLock { outputPrefix }
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while !seen.contains(text) {
+            let left = deadline - MonotonicInstant.now()
+            if try left <= .zero || LocalSocket.wait(outputFD, for: .readable, timeout: left).isEmpty {
+                throw HarnessError.timedOut("\"\(text)\" on standard output (got \(seen))")
+            }
+            let n = read(outputFD, &chunk, chunk.count)
+            if n <= 0 { throw HarnessError.unexpected("standard output closed before \"\(text)\" (got \(seen))") }
+            seen += String(decoding: chunk[..<n], as: UTF8.self)
+            let soFar = seen
+            lock.withLock { outputPrefix = soFar }
         }
     }
 
@@ -353,9 +400,9 @@ struct CommandResult {
     let standardError: String
 }
 
-/// Runs portctl with `arguments` to completion.
-func runPortctl(_ arguments: [String], environment: [String: String] = [:]) throws -> CommandResult {
-    try runToCompletion(try Binaries.portctl, arguments, environment: environment)
+/// Runs portctl with `arguments` to completion (standard input: `input`, or /dev/null).
+func runPortctl(_ arguments: [String], environment: [String: String] = [:], input: [UInt8]? = nil) throws -> CommandResult {
+    try runToCompletion(try Binaries.portctl, arguments, environment: environment, input: input)
 }
 
 /// Runs portd with `arguments` to completion (for runs expected to end by themselves).
@@ -363,9 +410,12 @@ func runPortd(_ arguments: [String], environment: [String: String] = [:]) throws
     try runToCompletion(try Binaries.portd, arguments, environment: environment)
 }
 
-private func runToCompletion(_ executable: String, _ arguments: [String], environment: [String: String]) throws -> CommandResult {
+private func runToCompletion(
+    _ executable: String, _ arguments: [String], environment: [String: String], input: [UInt8]? = nil
+) throws -> CommandResult {
     let child = try ChildProcess(
-        executable: executable, arguments: arguments, environment: ChildProcess.cleanEnvironment(environment))
+        executable: executable, arguments: arguments, environment: ChildProcess.cleanEnvironment(environment),
+        input: input)
     let status = try child.waitForExit()
     return CommandResult(status: status, standardOutput: child.standardOutput, standardError: child.standardError)
 }

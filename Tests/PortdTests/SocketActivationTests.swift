@@ -29,7 +29,7 @@ struct SocketActivationTests {
         // The first connection makes the activator exec portd, which serves it.
         let status = try runPortctl(["status", "--socket", socket])
         #expect(status.status == 0, "\(status.standardError)")
-        #expect(status.standardOutput.contains("pid:     \(child.pid)"))
+        #expect(textField(status.standardOutput, "pid") == "\(child.pid)")
         try notify.waitFor("READY=1")
         #expect(!exists(dir.appending("unused.sock")), "an activated portd must not bind its own socket")
 

@@ -67,6 +67,9 @@ static inline size_t port_cmsg_len(size_t len) { return CMSG_LEN(len); }
 int port_accept4(int fd, int flags);
 int port_memfd_create(const char *name, unsigned int flags);
 int port_pipe2(int fds[2], int flags);
+/* pidfd_open(2) (Linux 5.3): a descriptor that polls readable when the
+ * process exits; CLOEXEC by definition. */
+int port_pidfd_open(pid_t pid);
 /* fcntl(F_ADD_SEALS / F_GET_SEALS): fcntl is variadic, so it gets a fixed
  * signature here. */
 int port_add_seals(int fd, unsigned int seals);

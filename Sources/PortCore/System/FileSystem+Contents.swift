@@ -1,5 +1,8 @@
-// FileSystem+Contents: reading a small file whole and listing a directory,
-// for configuration files (portd.conf and its drop-in directory).
+// FileSystem+Contents: reading a file whole: a small configuration file
+// (portd.conf and its drop-ins; `contents(ofFile:maximumBytes:)`), or any
+// file a user names on a command line (`portctl send --file PATH`,
+// `contents(ofPath:)`: no size bound, and a FIFO such as `<(command)` is
+// read to its end, waiting for its writer, as a user who names one expects).
 //
 // Invariants: "not there" (ENOENT) is a value (nil), as in FileSystem,
 // because a missing configuration file means "use the defaults"; a file is
@@ -42,6 +45,24 @@ extension FileSystem {
             if n == 0 { return bytes }
             if bytes.count + n > maximumBytes { throw SystemCallError(call: "read(\(path))", errno: .fileTooLarge) }
             bytes += chunk[..<n]
+        }
+    }
+
+    /// The bytes of the file at `path`, whatever its size and kind (a FIFO
+    /// is waited on). The file's size from fstat is only a hint: a file may
+    /// grow or shrink while read. The corresponding C functions are
+    /// `open(O_RDONLY | O_CLOEXEC)`, `fstat` and `read`.
+    package static func contents(ofPath path: String) throws(SystemCallError) -> [UInt8] {
+        let fd = try SystemCall.must("open(\(path))") { open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY) }
+        defer { SystemCall.close(fd) }
+        let status = try FileSystem.status(ofDescriptor: fd)
+        if status.kind == .directory { throw SystemCallError(call: "read(\(path))", errno: .isDirectory) }
+        var s = stat()
+        _ = try SystemCall.must("fstat(\(path))") { fstat(fd, &s) }
+        do {
+            return try Descriptor.readAll(fd, sizeHint: status.kind == .regular ? Int(s.st_size) : 0)
+        } catch {
+            throw SystemCallError(call: "\(error.call)(\(path))", errno: error.errno)
         }
     }
 }

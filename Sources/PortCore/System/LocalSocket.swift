@@ -5,7 +5,7 @@
 // PROVISIONAL: the message-port layer brings the full wrapper
 // (System/UnixSocket.swift, with SCM_RIGHTS and SCM_CREDENTIALS). When it
 // lands, these calls move there and this file goes; its callers are
-// portd's ControlListener, PortCore's ControlClient and the
+// portd's ControlListener, PortCore's PortNameServer (its connect) and the
 // PortdTests harness. Access is `package`: not part of PortCore's public API.
 //
 // Invariants: every descriptor is created CLOEXEC (and NONBLOCK unless the

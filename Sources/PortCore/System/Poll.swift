@@ -1,10 +1,10 @@
-// Poll: poll(2) on one descriptor, for a sender that must wait for room in a
-// full receiver's queue until a deadline ("send before date").
+// Poll: poll(2): on one descriptor, for a sender that must wait for room in a
+// full receiver's queue until a deadline ("send before date"); on several in Poll+Many.swift.
 
 import CPortSystem
 import Glibc
 
-enum Poll {
+package enum Poll {
     /// Waits until `fd` is writable or `deadline` passes. Returns false on
     /// timeout. Hang-up and error conditions count as "ready": the send that
     /// follows reports them. The corresponding C function is `poll`.

@@ -1,83 +1,65 @@
-// Status: `portctl status`: ask portd for its version, pid and uptime and
-// print them (text for people, one JSON object with --json). The exchange
-// is PortCore's ControlClient with the PROVISIONAL status request.
-// Outcomes map to ExitStatus: no daemon → notRunning (69), refused →
-// permissionDenied (77), no answer in time → timedOut (75), a closed
-// connection → portInvalid (74), a reply it cannot read → protocolError (76).
+// Status: `portctl status`: portd's version, pid, uptime and counters
+// (STATUS), as aligned text or one JSON object. No daemon → 69 and the
+// other statuses of Failure(NameServerError).
 
 import ArgumentParser
 import PortCore
 
 struct Status: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Show whether portd runs, and its version, pid and uptime.",
+        abstract: "Show whether portd runs: version, pid, uptime and counters.",
         discussion: ExitStatus.helpText
     )
 
     @OptionGroup var connection: ConnectionOptions
+    @OptionGroup var output: OutputOptions
 
-    @Flag(help: "Print one JSON object: socket, version, pid, uptime_ms.")
-    var json = false
+    func run() throws { try reporting(execute) }
 
-    func run() throws {
+    func execute() throws(Failure) {
+        let server = try connection.connect()
+        let status: NameServerStatus
         do {
-            let status = try query()
-            print(render(status, at: connection.location.path))
-        } catch let failure as Failure {
-            throw failure.report()
+            status = try server.status()
+        } catch {
+            throw Failure(error)
         }
+        try output.emit(render(status, at: server.socketPath))
     }
 
-    private func query() throws -> DaemonStatus {
-        let location = connection.location
-        let path = location.path
-        do {
-            try DaemonDirectory.check(location, userID: CurrentProcess.userID)
-        } catch {
-            throw Failure(.failure, "not trusting \(path): \(error)")
-        }
-        let outcome: ControlClient.Outcome
-        do {
-            outcome = try ControlClient.exchange(ProvisionalStatus.request, at: path, timeout: connection.timeoutDuration)
-        } catch {
-            throw Failure(.failure, "cannot talk to portd at \(path): \(error)")
-        }
-        switch outcome {
-        case .notRunning:
-            throw Failure(.notRunning, "portd is not running at \(path)")
-        case .permissionDenied:
-            throw Failure(.permissionDenied, "permission denied connecting to portd at \(path)")
-        case .timedOut:
-            throw Failure(.timedOut, "portd at \(path) did not answer within \(connection.timeout) s")
-        case .closedWithoutReply:
-            throw Failure(.portInvalid, "portd at \(path) closed the connection without answering")
-        case .reply(let bytes):
-            switch ProvisionalStatus.decode(bytes[...]) {
-            case .status(let status)?:
-                return status
-            case .error(let message)?:
-                throw Failure(.protocolError, "portd at \(path) refused the request: \(message)")
-            case nil:
-                throw Failure(.protocolError, "portd at \(path) sent a reply portctl cannot read")
-            }
-        }
-    }
+    private static let counters = ["names", "clients", "lookups", "refusals", "declared"]
 
-    private func render(_ status: DaemonStatus, at path: String) -> String {
-        if json {
-            return JSONObject([
+    private func render(_ status: NameServerStatus, at path: String) -> String {
+        if output.json {
+            var members: [(String, JSONObject.Value)] = [
                 ("socket", .string(path)),
                 ("version", .string(status.version)),
                 ("pid", .integer(Int64(status.pid))),
                 ("uptime_ms", .unsigned(status.uptimeMilliseconds)),
-            ]).text
+                ("names", .unsigned(status.names)),
+                ("clients", .unsigned(status.clients)),
+                ("lookups", .unsigned(status.lookups)),
+                ("refusals", .unsigned(status.refusals)),
+                ("declared", .unsigned(status.declared)),
+            ]
+            let known = Set(members.map(\.0))
+            for f in status.fields where !known.contains(f.key) { members.append((f.key, .string(f.value))) }
+            return JSONObject(members).text
         }
-        return """
-            socket:  \(path)
-            version: \(status.version)
-            pid:     \(status.pid)
-            uptime:  \(Self.formatUptime(milliseconds: status.uptimeMilliseconds))
-            """
+        var rows: [(String, String)] = [
+            ("socket", path), ("version", status.version), ("pid", String(status.pid)),
+            ("uptime", Self.formatUptime(milliseconds: status.uptimeMilliseconds)),
+            ("names", String(status.names)), ("clients", String(status.clients)),
+            ("lookups", String(status.lookups)), ("refusals", String(status.refusals)),
+            ("declared", String(status.declared)),
+        ]
+        let known = Set(["version", "pid", "uptime_ms"] + Self.counters)
+        for f in status.fields where !known.contains(f.key) { rows.append((f.key, f.value)) }
+        let width = rows.map(\.0.count).max()! + 2
+        return rows.map { key, value in
+            let label = key + ":"
+            return label + String(repeating: " ", count: width - label.count) + TextEscape.escape(value)
+        }.joined(separator: "\n")
     }
 
     /// "3.042s", "5min 3.042s", "2h 5min 3.042s", "1d 2h 5min 3.042s" (systemd's units).

@@ -1,0 +1,61 @@
+// List: `portctl list`: every registered name with its owner (LIST), as a
+// table for people or one JSON object per name.
+
+import ArgumentParser
+import PortCore
+
+struct List: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List the registered names with their owners.",
+        discussion: ExitStatus.helpText
+    )
+
+    @OptionGroup var connection: ConnectionOptions
+    @OptionGroup var output: OutputOptions
+
+    func run() throws { try reporting(execute) }
+
+    func execute() throws(Failure) {
+        let server = try connection.connect()
+        let entries: [NameEntry]
+        do {
+            entries = try server.list()
+        } catch {
+            throw Failure(error)
+        }
+        if output.json {
+            for e in entries {
+                try output.emit(
+                    JSONObject([
+                        ("name", .string(e.name)), ("pid", .integer(Int64(e.owner.pid))),
+                        ("uid", .unsigned(UInt64(e.owner.uid))), ("since_ms", .unsigned(e.sinceMilliseconds)),
+                        ("queued", .integer(Int64(e.queuedCount))),
+                    ]).text)
+            }
+            return
+        }
+        let rows =
+            [["NAME", "PID", "UID", "SINCE", "QUEUED"]]
+            + entries.map {
+                [
+                    TextEscape.escape($0.name), String($0.owner.pid), String($0.owner.uid),
+                    Timestamp.utc(milliseconds: $0.sinceMilliseconds), String($0.queuedCount),
+                ]
+            }
+        try output.emit(Table.render(rows))
+    }
+}
+
+/// Columns padded to their widest cell, two spaces apart (the last column unpadded).
+enum Table {
+    static func render(_ rows: [[String]]) -> String {
+        guard let columns = rows.map(\.count).max() else { return "" }
+        var widths = [Int](repeating: 0, count: columns)
+        for row in rows { for (i, cell) in row.enumerated() { widths[i] = max(widths[i], cell.count) } }
+        return rows.map { row in
+            row.enumerated().map { i, cell in
+                i == row.count - 1 ? cell : cell + String(repeating: " ", count: widths[i] - cell.count + 2)
+            }.joined()
+        }.joined(separator: "\n")
+    }
+}

@@ -1,0 +1,63 @@
+// Lookup: `portctl lookup NAME`: who owns NAME, since when, and who is
+// queued for it (OWNER). Not registered → 67.
+
+import ArgumentParser
+import PortCore
+
+struct Lookup: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show who owns a name: pid, uid, since when, and the queued owners.",
+        discussion: ExitStatus.helpText
+    )
+
+    @Argument(help: "The name.") var name: String
+    @OptionGroup var connection: ConnectionOptions
+    @OptionGroup var output: OutputOptions
+
+    func validate() throws { try NameArgument.check(name) }
+
+    func run() throws { try reporting(execute) }
+
+    func execute() throws(Failure) {
+        let server = try connection.connect()
+        let found: NameOwner?
+        do {
+            found = try server.owner(name)
+        } catch {
+            throw Failure(error)
+        }
+        guard let owner = found else { throw Failure(.nameNotFound, "\(name) is not registered") }
+        if output.json {
+            try output.emit(
+                JSONObject([
+                    ("name", .string(owner.name)), ("pid", .integer(Int64(owner.owner.pid))),
+                    ("uid", .unsigned(UInt64(owner.owner.uid))), ("since_ms", .unsigned(owner.sinceMilliseconds)),
+                    (
+                        "queued",
+                        .array(
+                            owner.queued.map {
+                                .object(JSONObject([("pid", .integer(Int64($0.pid))), ("uid", .unsigned(UInt64($0.uid)))]))
+                            })
+                    ),
+                ]).text)
+            return
+        }
+        let queued = owner.queued.isEmpty ? "none" : owner.queued.map(\.description).joined(separator: ", ")
+        try output.emit(
+            """
+            name:    \(owner.name)
+            owner:   pid \(owner.owner.pid) uid \(owner.owner.uid)
+            since:   \(Timestamp.utc(milliseconds: owner.sinceMilliseconds))
+            queued:  \(queued)
+            """)
+    }
+}
+
+/// The check of a NAME argument, the naming rule of portd.
+enum NameArgument {
+    static func check(_ name: String, what: String = "name") throws {
+        if let problem = NameServerProtocol.nameProblem(name) {
+            throw ValidationError("invalid \(what) '\(TextEscape.escape(name))': \(problem)")
+        }
+    }
+}

@@ -1,0 +1,59 @@
+// Register: `portctl register NAME -- COMMAND [ARGS...]`: hold NAME while
+// COMMAND runs, handing COMMAND the receive right as socket activation
+// does (SocketActivation: descriptor 3, LISTEN_FDS, LISTEN_PID,
+// LISTEN_FDNAMES), so a program in any language can own a name. NAME is
+// released when COMMAND exits (portctl closes its connection to portd),
+// and portctl exits with COMMAND's status (128 + N for a signal N).
+
+import ArgumentParser
+import PortCore
+
+struct Register: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Hold a name while a command runs, handing it the name's socket as descriptor 3.",
+        discussion: """
+            COMMAND gets the name's listening socket as descriptor 3, with LISTEN_FDS=1, \
+            LISTEN_FDNAMES=NAME and LISTEN_PID set to its own pid (sd_listen_fds(3)). \
+            portctl exits with COMMAND's exit status once it ends, and the name is released. \
+            SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to portctl are relayed to COMMAND. \
+            When the name is taken, portctl waits in its queue (unless --no-queue) and starts COMMAND \
+            once it gets the name; --timeout bounds that wait (no bound without it) and each answer of portd.
+
+            \(ExitStatus.helpText)
+            """
+    )
+
+    @Argument(help: "The name to hold.") var name: String
+    @OptionGroup var ownership: OwnershipOptions
+    @OptionGroup var connection: ConnectionOptions
+    @OptionGroup var output: QuietOption
+
+    @Argument(parsing: .postTerminator, help: ArgumentHelp("The command to run, after --.", valueName: "command"))
+    var command: [String] = []
+
+    func validate() throws {
+        try NameArgument.check(name)
+        if command.isEmpty { throw ValidationError("give the command to run after --") }
+    }
+
+    func run() throws { try reporting(execute) }
+
+    func execute() throws(Failure) {
+        let server = try connection.connect()
+        let port = try ownership.take(name, on: server, connection: connection, output: output.output)
+        guard let descriptor = port.listeningDescriptor else {
+            throw Failure(.protocolError, "portd passed no listening socket for \(name)")
+        }
+        // The child talks to the same portd as we do.
+        let extra = ["\(DaemonPaths.socketVariable)=\(server.socketPath)"]
+        let ended: Spawn.Termination
+        do {
+            ended = try SocketActivation.run(command, listening: descriptor, name: name, extraEnvironment: extra)
+        } catch {
+            throw Failure(.failure, "cannot run \(command[0]): \(error)")
+        }
+        withExtendedLifetime(port) {}
+        server.invalidate()  // releases the name now, before we exit
+        if ended != .exited(0) { throw Failure.silent(exitCode: ended.shellStatus) }
+    }
+}

@@ -1,0 +1,68 @@
+// Request: `portctl request NAME --msgid N [COMPONENT...]`: send with a
+// one-shot reply right (REPLY_EXPECTED) and print the reply. --timeout
+// bounds each half: the wait for room to send and the wait for the reply.
+// No reply in time → 75; the port went away first → 74.
+
+import ArgumentParser
+import PortCore
+
+struct Request: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Send a request to a name and print the reply.",
+        discussion: """
+            Components are given as for send. The reply prints one line per component \
+            (text escaped, quoted), one JSON object with --json, or its data bytes as they are with --raw. \
+            --timeout (default 5 s) bounds each wait: for portd, for the name with --wait, for room \
+            in the receiver's queue, for the reply.
+
+            \(ExitStatus.helpText)
+            """
+    )
+
+    @Argument(help: "The name to send to.") var name: String
+    @OptionGroup var message: MessageOptions
+    @OptionGroup var components: ComponentOptions
+    @OptionGroup var connection: ConnectionOptions
+    @OptionGroup var output: OutputOptions
+
+    @Flag(help: "Write the reply's data components to standard output as they are, concatenated.")
+    var raw = false
+
+    func validate() throws {
+        try NameArgument.check(name)
+        if raw && output.json { throw ValidationError("--raw and --json exclude each other") }
+    }
+
+    func run() throws { try reporting(execute) }
+
+    func execute() throws(Failure) {
+        let parts = try components.components()
+        let server = try connection.connect()
+        let right = try Destination.lookUp(name, on: server, wait: message.wait, connection: connection)
+        let result: RequestResult
+        do {
+            result = try right.request(
+                PCPortMessage(msgid: message.msgid.value, components: parts),
+                sendTimeout: connection.exchangeTimeout, receiveTimeout: connection.exchangeTimeout)
+        } catch {
+            throw Failure(error)
+        }
+        switch result {
+        case .reply(let reply):
+            if output.quiet { return }
+            if raw {
+                try Output.bytes(MessageRendering.rawBytes(reply))
+            } else if output.json {
+                try output.emit(MessageRendering.json(reply, leading: [("name", .string(name))]).text)
+            } else {
+                for line in MessageRendering.componentLines(reply) { try output.emit(line) }
+            }
+        case .sendTimedOut:
+            throw Failure(.timedOut, "the queue of \(name) stayed full for \(connection.timeoutText)")
+        case .receiveTimedOut:
+            throw Failure(.timedOut, "no reply from \(name) within \(connection.timeoutText)")
+        case .invalidPort:
+            throw Failure(.portInvalid, "the port of \(name) went away before replying")
+        }
+    }
+}

@@ -1,0 +1,131 @@
+// Watch: `portctl watch [NAME]`: print owner changes of NAME (or of every
+// name) as they happen (WATCH; NAME_OWNER_CHANGED), one line or one JSON
+// object each. --count N exits 0 after N changes; --timeout S exits 75 when
+// S seconds pass without one; when portd goes, 74.
+
+import ArgumentParser
+import PortCore
+
+struct Watch: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print owner changes of a name (or of every name) as they happen.",
+        discussion: """
+            Each change prints as: EVENT NAME, then the old and new owner (pid, uid). \
+            EVENT is registered, released or replaced. --timeout bounds the wait for each change.
+
+            \(ExitStatus.helpText)
+            """
+    )
+
+    @Argument(help: "The name to watch (every name when omitted).") var name: String?
+    @Option(help: ArgumentHelp("Exit (status 0) after N changes.", valueName: "n"))
+    var count: Int?
+    @OptionGroup var connection: ConnectionOptions
+    @OptionGroup var output: OutputOptions
+
+    func validate() throws {
+        if let name { try NameArgument.check(name) }
+        if let count, count < 1 { throw ValidationError("--count must be at least 1") }
+    }
+
+    static func text(_ c: NameOwnerChange) -> String {
+        var line = "\(c.event) \(TextEscape.escape(c.name))"
+        if let old = c.oldOwner { line += " old=\(old.pid)/\(old.uid)" }
+        if let new = c.newOwner { line += " new=\(new.pid)/\(new.uid)" }
+        return line
+    }
+
+    static func json(_ c: NameOwnerChange) -> String {
+        func owner(_ p: NameOwner.Process?) -> JSONObject.Value {
+            guard let p else { return .null }
+            return .object(JSONObject([("pid", .integer(Int64(p.pid))), ("uid", .unsigned(UInt64(p.uid)))]))
+        }
+        return JSONObject([
+            ("name", .string(c.name)), ("event", .string(c.event.description)), ("old", owner(c.oldOwner)),
+            ("new", owner(c.newOwner)),
+        ]).text
+    }
+
+    func run() throws { try reporting(execute) }
+
+    func execute() throws(Failure) {
+        let server = try connection.connect()
+        let loop = PCRunLoop.current
+        let state = WatchState()
+        let output = self.output
+        let json = output.json
+        let count = self.count
+        let idle = connection.explicitTimeout
+        let watch: NameWatch
+        do throws(NameServerError) {
+            watch = try server.watch(name, loop: loop, onError: { error in
+                state.fail(Failure(error), loop)
+            }) { change in
+                do throws(Failure) {
+                    try output.emit(json ? Self.json(change) : Self.text(change))
+                } catch {
+                    state.fail(error, loop)
+                    return
+                }
+                state.seen(count: count, idle: idle, loop)
+            }
+        } catch {
+            throw Failure(error)
+        }
+        defer { watch.cancel() }
+        do {
+            try server.onConnectionLoss(in: loop, forMode: .default) {
+                state.lost = true
+                loop.stop()
+            }
+        } catch {
+            throw Failure(error)
+        }
+        output.notice("watching \(name ?? "every name")")
+        state.seen(count: nil, idle: idle, loop, counting: false)
+        while true {
+            if let failure = state.failure { throw failure }
+            if state.done { return }
+            if state.lost {
+                // Print the changes portd sent before it went, then stop.
+                while !state.done && state.failure == nil,
+                    loop.run(mode: .default, timeout: .zero, returnAfterSourceHandled: true) == .handledSource
+                {}
+                if let failure = state.failure { throw failure }
+                if state.done { return }
+                throw Failure(.portInvalid, "portd closed the connection")
+            }
+            let deadline = state.deadline
+            let r = loop.run(mode: .default, before: deadline, returnAfterSourceHandled: true)
+            if r == .timedOut && MonotonicInstant.now() >= state.deadline && !state.done {
+                throw Failure(.timedOut, "no change within \(connection.timeoutText)")
+            }
+        }
+    }
+}
+
+/// What the watch callback and the loop share; only touched on the loop's thread.
+private final class WatchState: @unchecked Sendable {
+    // Safe to share: every field is read and written on the main thread's
+    // run loop only (the watch port is scheduled there).
+    var failure: Failure?
+    var done = false
+    /// portd closed the connection.
+    var lost = false
+    var seenCount = 0
+    var deadline = MonotonicInstant.distantFuture
+
+    func fail(_ f: Failure, _ loop: PCRunLoop) {
+        if failure == nil { failure = f }
+        loop.stop()
+    }
+
+    func seen(count: Int?, idle: Duration?, _ loop: PCRunLoop, counting: Bool = true) {
+        if counting { seenCount += 1 }
+        if let idle { deadline = .now() + idle }
+        if let count, seenCount >= count {
+            done = true
+            loop.stop()
+        }
+    }
+}

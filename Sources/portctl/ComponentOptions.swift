@@ -1,0 +1,182 @@
+// ComponentOptions: the components of a message to send, from the command
+// line, in the order given: `--data STRING`, `--file PATH`, `--hex HEX`,
+// and `-` (standard input, at most once), mixed freely.
+//
+// swift-argument-parser keeps the order within one option but not across
+// options, so the order of kinds is read from the raw arguments
+// (`ComponentOrder.kinds`) and checked against what the parser found (the
+// same number of each kind); the values come from the parser. A component
+// larger than one record goes as a sealed memfd: PortCore's transport does
+// that by itself.
+
+import ArgumentParser
+import PortCore
+
+struct ComponentOptions: ParsableArguments {
+    @Option(
+        name: .customLong("data"), parsing: .unconditionalSingleValue,
+        help: ArgumentHelp("A component: the UTF-8 bytes of STRING.", valueName: "string"))
+    var data: [String] = []
+
+    @Option(
+        name: .customLong("file"), parsing: .unconditionalSingleValue,
+        help: ArgumentHelp("A component: the contents of the file at PATH (large files go as sealed memory).", valueName: "path"))
+    var file: [String] = []
+
+    @Option(
+        name: .customLong("hex"), parsing: .unconditionalSingleValue,
+        help: ArgumentHelp("A component: bytes written as hexadecimal digits (spaces allowed).", valueName: "hex"))
+    var hex: [String] = []
+
+    @Argument(help: ArgumentHelp("'-': a component read from standard input (at most once).", valueName: "-"))
+    var standardInput: [String] = []
+
+    func validate() throws {
+        for s in standardInput where s != "-" {
+            throw ValidationError("unexpected argument '\(s)' (components are --data, --file, --hex or -)")
+        }
+        if standardInput.count > 1 { throw ValidationError("'-' (standard input) can be given only once") }
+        for h in hex where HexBytes.parse(h) == nil {
+            throw ValidationError("--hex '\(h)' is not an even number of hexadecimal digits")
+        }
+    }
+
+    /// The components, read and in command-line order.
+    func components(arguments: [String] = CommandLine.arguments) throws(Failure) -> [PCPortMessage.Component] {
+        let kinds = ComponentOrder.kinds(in: arguments)
+        let expected = data.count + file.count + hex.count + standardInput.count
+        let counted = (
+            kinds.filter { $0 == .data }.count, kinds.filter { $0 == .file }.count,
+            kinds.filter { $0 == .hex }.count, kinds.filter { $0 == .standardInput }.count
+        )
+        guard kinds.count == expected, counted == (data.count, file.count, hex.count, standardInput.count) else {
+            throw Failure(.usage, "cannot tell the order of the components; give each as --data/--file/--hex VALUE or -")
+        }
+        var d = data.makeIterator()
+        var f = file.makeIterator()
+        var h = hex.makeIterator()
+        var result: [PCPortMessage.Component] = []
+        for kind in kinds {
+            switch kind {
+            case .data: result.append(.data(Array(d.next()!.utf8)))
+            case .hex: result.append(.data(HexBytes.parse(h.next()!)!))
+            case .file:
+                let path = f.next()!
+                do {
+                    result.append(.data(try FileSystem.contents(ofPath: path)))
+                } catch {
+                    throw Failure(error.errno == .noSuchFileOrDirectory ? .usage : .failure, "cannot read \(path): \(error.errno)")
+                }
+            case .standardInput:
+                do {
+                    result.append(.data(try Descriptor.readAll(0)))
+                } catch {
+                    throw Failure(.failure, "cannot read standard input: \(error)")
+                }
+            }
+        }
+        return result
+    }
+}
+
+/// The order of component options on a command line.
+enum ComponentOrder {
+    enum Kind: Equatable { case data, file, hex, standardInput }
+
+    /// Options of the verbs that take a value as the next argument (so that
+    /// value is not read as a component or a positional).
+    static let optionsWithValues: Set<String> = ["--msgid", "--socket", "--timeout", "--data", "--file", "--hex"]
+
+    /// The kinds of components in `arguments` (the whole command line,
+    /// program first), in order. The first two positionals are the verb and
+    /// the name; `-` after them is standard input.
+    static func kinds(in arguments: [String]) -> [Kind] {
+        var kinds: [Kind] = []
+        var positionals = 0
+        var afterTerminator = false
+        var i = 1
+        while i < arguments.count {
+            let a = arguments[i]
+            i += 1
+            if !afterTerminator && a == "--" {
+                afterTerminator = true
+                continue
+            }
+            if !afterTerminator && a.hasPrefix("--") {
+                let (option, inlineValue) = split(a)
+                switch option {
+                case "--data": kinds.append(.data)
+                case "--file": kinds.append(.file)
+                case "--hex": kinds.append(.hex)
+                default: break
+                }
+                if !inlineValue && optionsWithValues.contains(option) { i += 1 }
+                continue
+            }
+            if !afterTerminator && a.hasPrefix("-") && a != "-" { continue }  // a short flag (-q)
+            positionals += 1
+            if positionals > 2 && a == "-" { kinds.append(.standardInput) }
+        }
+        return kinds
+    }
+
+    private static func split(_ a: String) -> (String, Bool) {
+        guard let eq = a.firstIndex(of: "=") else { return (a, false) }
+        return (String(a[..<eq]), true)
+    }
+}
+
+/// Hexadecimal digits to bytes.
+enum HexBytes {
+    /// The bytes of `text`: pairs of hex digits, with any whitespace ignored
+    /// (and an optional leading 0x); nil when anything else is there or a
+    /// digit is left over.
+    static func parse(_ text: String) -> [UInt8]? {
+        var digits = Array(text.utf8.filter { $0 != 0x20 && $0 != 0x09 && $0 != 0x0a && $0 != 0x0d })
+        if digits.count >= 2 && digits[0] == UInt8(ascii: "0") && (digits[1] | 0x20) == UInt8(ascii: "x") {
+            digits.removeFirst(2)
+        }
+        guard digits.count % 2 == 0 else { return nil }
+        var out: [UInt8] = []
+        out.reserveCapacity(digits.count / 2)
+        var i = 0
+        while i < digits.count {
+            guard let hi = value(digits[i]), let lo = value(digits[i + 1]) else { return nil }
+            out.append(hi << 4 | lo)
+            i += 2
+        }
+        return out
+    }
+
+    private static func value(_ d: UInt8) -> UInt8? {
+        switch d {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): d - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): d - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): d - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+}
+
+/// A message ID: decimal or 0x-hexadecimal; IDs reserved for portd refused.
+struct MessageID: ExpressibleByArgument {
+    let value: UInt32
+
+    init?(argument: String) {
+        let parsed: UInt32? =
+            argument.lowercased().hasPrefix("0x") ? UInt32(argument.dropFirst(2), radix: 16) : UInt32(argument)
+        guard let parsed else { return nil }
+        value = parsed
+    }
+
+    init(_ value: UInt32) { self.value = value }
+
+    var defaultValueDescription: String { String(value) }
+
+    /// The check every verb that sends applies in `validate()`.
+    static func check(_ id: MessageID) throws {
+        if WireFormat.reservedMessageIDs.contains(id.value) {
+            throw ValidationError("msgid \(id.value) is reserved for portd (0xffff0000 and above)")
+        }
+    }
+}

@@ -1,0 +1,126 @@
+// MessageServer: the receiving half of `listen` and `checkin`: serves one
+// port on the main thread's run loop until --count messages were handled
+// (success), --timeout passed without a message (status 75), the peer the
+// port depends on went away (status 74), or output failed.
+//
+// Each message is either printed (MessageRendering) or handed to --exec's
+// command (MessageCommand), whose output becomes the reply when the message
+// has a reply port. A message printed without --exec that expects a reply
+// gets an empty one (PCPort's rule for requests nobody answers).
+
+import PortCore
+
+final class MessageServer {
+    private let port: PCPort
+    private let name: String
+    private let serve: ServeOptions
+    private let output: OutputOptions
+    private let idleTimeout: Duration?
+    private let loop = PCRunLoop.current
+    private var handled = 0
+    private var failure: Failure?
+    /// How the run ends once the messages already queued are handled.
+    private var pendingFailure: Failure?
+    private var finished = false
+    private var idleDeadline: MonotonicInstant
+
+    init(port: PCPort, name: String, serve: ServeOptions, output: OutputOptions, idleTimeout: Duration?) {
+        self.port = port
+        self.name = name
+        self.serve = serve
+        self.output = output
+        self.idleTimeout = idleTimeout
+        self.idleDeadline = idleTimeout.map { .now() + $0 } ?? .distantFuture
+    }
+
+    /// Ends the run with `failure` (from a callback on this loop).
+    func fail(_ failure: Failure) {
+        if self.failure == nil { self.failure = failure }
+        loop.stop()
+    }
+
+    /// Ends the run with `failure` after the messages that already arrived
+    /// are handled: a peer that sends and then exits is seen hanging up in
+    /// the same pass as its last messages, and those still count.
+    func failAfterDraining(_ failure: Failure) {
+        if pendingFailure == nil { pendingFailure = failure }
+        loop.stop()
+    }
+
+    /// Serves until done; throws how it ended unless it ended well.
+    func run() throws(Failure) {
+        port.setHandler { [unowned self] message in
+            self.handle(message)
+            return nil
+        }
+        do {
+            try port.schedule(in: loop, forMode: .default)
+        } catch {
+            throw Failure(.failure, "cannot serve \(name): \(error)")
+        }
+        defer { port.remove(from: loop, forMode: .default) }
+        while !finished && failure == nil {
+            if let pendingFailure {
+                // Handle whatever is ready now, then stop.
+                while !finished && failure == nil,
+                    loop.run(mode: .default, timeout: .zero, returnAfterSourceHandled: true) == .handledSource
+                {}
+                if finished || failure != nil { break }
+                throw pendingFailure
+            }
+            switch loop.run(mode: .default, before: idleDeadline, returnAfterSourceHandled: true) {
+            case .timedOut where MonotonicInstant.now() >= idleDeadline:
+                let seconds = idleTimeout.map { ConnectionOptions.format(Double($0.nanosecondsClamped) / 1e9) } ?? "?"
+                throw Failure(.timedOut, "no message for \(name) within \(seconds) s")
+            case .finished:
+                throw Failure(.portInvalid, "the port of \(name) is no longer valid")
+            default:
+                continue
+            }
+        }
+        if let failure { throw failure }
+    }
+
+    private func handle(_ message: PCPortMessage) {
+        guard !finished && failure == nil else { return }
+        do {
+            if let exec = serve.exec {
+                try execute(exec, for: message)
+            } else if output.json {
+                try output.emit(MessageRendering.json(message, leading: [("name", .string(name))]).text)
+            } else {
+                try output.emit(
+                    ([MessageRendering.heading(message)] + MessageRendering.componentLines(message, indent: "  "))
+                        .joined(separator: "\n"))
+            }
+        } catch {
+            fail(error)
+            return
+        }
+        handled += 1
+        if let idleTimeout { idleDeadline = .now() + idleTimeout }
+        if let count = serve.count, handled >= count {
+            finished = true
+            loop.stop()
+        }
+    }
+
+    private func execute(_ command: String, for message: PCPortMessage) throws(Failure) {
+        let reply = message.replyPort
+        let (bytes, termination) = try MessageCommand(command: command, name: name).run(
+            for: message, captureOutput: reply != nil)
+        if termination != .exited(0) {
+            output.notice("command for msgid \(message.msgid) \(termination)")
+        }
+        guard let reply else { return }
+        do {
+            switch try reply.send(PCPortMessage(msgid: message.msgid, components: [.data(bytes)])) {
+            case .sent: break
+            case .timedOut: output.notice("the reply to msgid \(message.msgid) could not be sent in time")
+            case .receiverGone: output.notice("the sender of msgid \(message.msgid) went away before the reply")
+            }
+        } catch {
+            output.notice("cannot reply to msgid \(message.msgid): \(error)")
+        }
+    }
+}

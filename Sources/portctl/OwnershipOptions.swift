@@ -1,0 +1,97 @@
+// OwnershipOptions: how `register` and `listen` take their name: REGISTER
+// with D-Bus's options (--allow-replacement, --replace, --no-queue), or,
+// with --declared, CHECKIN of a port declared in portd.conf (launchd's
+// check-in). A taken name queues us unless --no-queue: portctl then waits
+// for the name (up to --timeout when given) and says so on standard error.
+
+import ArgumentParser
+import PortCore
+import Synchronization
+
+struct OwnershipOptions: ParsableArguments {
+    @Flag(help: "Let a later --replace take the name from us.")
+    var allowReplacement = false
+
+    @Flag(name: .customLong("replace"), help: "Take the name from an owner that allows replacement.")
+    var replaceExisting = false
+
+    @Flag(help: "Fail (status 1) instead of queueing when the name is taken.")
+    var noQueue = false
+
+    @Flag(help: "Claim a port declared in portd.conf (check in) instead of registering a name.")
+    var declared = false
+
+    func validate() throws {
+        if declared && (allowReplacement || replaceExisting || noQueue) {
+            throw ValidationError("--declared takes none of --allow-replacement, --replace, --no-queue")
+        }
+    }
+
+    var registrationOptions: RegistrationOptions {
+        var o: RegistrationOptions = []
+        if allowReplacement { o.insert(.allowReplacement) }
+        if replaceExisting { o.insert(.replaceExisting) }
+        if noQueue { o.insert(.doNotQueue) }
+        return o
+    }
+
+    /// Takes `name` on `server`; returns its port (unscheduled). Waits in
+    /// the queue when the name is taken, running this thread's loop.
+    func take(
+        _ name: String, on server: PortNameServer, connection: ConnectionOptions, output: OutputOptions
+    ) throws(Failure) -> PCPort {
+        if declared {
+            do {
+                switch try server.checkIn(declaredName: name) {
+                case .checkedIn(let port): return port
+                case .notDeclared: throw Failure(.nameNotFound, "\(name) is not a declared port")
+                }
+            } catch let error as Failure {
+                throw error
+            } catch let error as NameServerError {
+                throw Failure(error)
+            } catch {
+                throw Failure(.failure, "\(error)")
+            }
+        }
+        let loop = PCRunLoop.current
+        let acquired = Mutex<PCPort?>(nil)
+        let outcome: RegistrationOutcome
+        do {
+            outcome = try server.register(name, options: registrationOptions, loop: loop) { port in
+                acquired.withLock { $0 = port }
+                loop.stop()
+            }
+        } catch {
+            throw Failure(error)
+        }
+        switch outcome {
+        case .registered(let port):
+            return port
+        case .alreadyOwned(let owner):
+            throw Failure(.failure, "\(name) is already owned by \(owner)")
+        case .queued:
+            let lost = Mutex(false)
+            do {
+                try server.onConnectionLoss(in: loop, forMode: .default) {
+                    lost.withLock { $0 = true }
+                    loop.stop()
+                }
+            } catch {
+                throw Failure(error)
+            }
+            output.notice("\(name) is taken; queued for it")
+            let deadline = connection.explicitTimeout.map { MonotonicInstant.now() + $0 } ?? .distantFuture
+            while true {
+                if let port = acquired.withLock({ $0 }) { return port }
+                if lost.withLock({ $0 }) {
+                    throw Failure(.portInvalid, "portd closed the connection while \(name) was queued")
+                }
+                if MonotonicInstant.now() >= deadline {
+                    throw Failure(.timedOut, "\(name) stayed taken for \(connection.timeoutText)")
+                }
+                _ = loop.run(mode: .default, before: deadline, returnAfterSourceHandled: true)
+            }
+        }
+    }
+}

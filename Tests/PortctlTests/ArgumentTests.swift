@@ -1,0 +1,108 @@
+// ArgumentTests: portctl's command line without a daemon: every verb
+// parses its options, validation refuses what portd would refuse (bad
+// names, reserved msgids, bad hex, a second '-'), components keep the
+// command-line order across --data/--file/--hex/-, and exit codes map.
+
+import Foundation
+import Testing
+
+@testable import PortCore
+@testable import portctl
+
+@Suite struct ArgumentTests {
+    @Test func everyVerbParses() throws {
+        let lines: [[String]] = [
+            ["register", "svc", "--no-queue", "--", "python3", "-c", "pass"],
+            ["listen", "svc", "--count", "2", "--exec", "cat", "--json", "--timeout", "1.5"],
+            ["send", "svc", "--msgid", "0x10", "--data", "a", "--wait"],
+            ["request", "svc", "--msgid", "7", "--raw", "--system"],
+            ["checkin", "server", "--name", "w1", "--msgid", "100", "--count", "1"],
+            ["list", "--json", "--user"], ["lookup", "svc", "-q"], ["watch"], ["watch", "svc", "--count", "1"],
+            ["status", "--socket", "/tmp/x.sock"], ["wait", "svc", "--timeout", "3"],
+        ]
+        for line in lines {
+            #expect(throws: Never.self, "\(line)") { _ = try PortctlCommand.parseAsRoot(line) }
+        }
+    }
+
+    @Test func validationRefusesBadInput() {
+        let bad: [[String]] = [
+            ["send", "a/b", "--msgid", "1"], ["send", ".hidden", "--msgid", "1"], ["send", "", "--msgid", "1"],
+            ["send", String(repeating: "n", count: 201), "--msgid", "1"],
+            ["send", "svc", "--msgid", "0xffff0001"], ["send", "svc", "--msgid", "-1"], ["send", "svc"],
+            ["send", "svc", "--msgid", "1", "--hex", "abc"], ["send", "svc", "--msgid", "1", "--hex", "zz"],
+            ["send", "svc", "--msgid", "1", "-", "-"], ["send", "svc", "--msgid", "1", "extra"],
+            ["request", "svc", "--msgid", "1", "--raw", "--json"],
+            ["register", "svc"], ["register", "svc", "--declared", "--no-queue", "--", "true"],
+            ["listen", "svc", "--count", "0"], ["listen", "svc", "--exec", ""], ["watch", "--count", "0"],
+            ["status", "--timeout", "0"], ["status", "--timeout", "nan"], ["status", "--user", "--system"],
+            ["status", "--socket", ""],
+        ]
+        for line in bad {
+            #expect(throws: (any Error).self, "\(line)") { _ = try PortctlCommand.parseAsRoot(line) }
+        }
+    }
+
+    @Test func msgidForms() {
+        #expect(MessageID(argument: "42")?.value == 42)
+        #expect(MessageID(argument: "0x2A")?.value == 42)
+        #expect(MessageID(argument: "0XffFF")?.value == 0xffff)
+        #expect(MessageID(argument: "4294967296") == nil)
+        #expect(MessageID(argument: "x") == nil)
+    }
+
+    @Test func hexForms() {
+        #expect(HexBytes.parse("00ff10") == [0, 0xff, 0x10])
+        #expect(HexBytes.parse("0x DE ad\nbe EF") == [0xde, 0xad, 0xbe, 0xef])
+        #expect(HexBytes.parse("") == [])
+        #expect(HexBytes.parse("abc") == nil)
+        #expect(HexBytes.parse("0g") == nil)
+    }
+
+    @Test func componentOrderFollowsTheCommandLine() {
+        let line = [
+            "portctl", "send", "--msgid", "7", "svc", "--hex", "00", "--data", "-", "-", "--file=/f", "--timeout", "1",
+            "--data=--x", "-q",
+        ]
+        #expect(ComponentOrder.kinds(in: line) == [.hex, .data, .standardInput, .file, .data])
+        // A name that is "-" is the name, not standard input; after "--" a "-" still is.
+        #expect(ComponentOrder.kinds(in: ["portctl", "send", "-", "--msgid", "1", "--", "-"]) == [.standardInput])
+        #expect(ComponentOrder.kinds(in: ["portctl", "send", "svc", "--socket", "-", "--msgid", "1"]) == [])
+    }
+
+    @Test func componentsAreReadInOrder() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("portctl-args-\(getpid())")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let file = dir.appendingPathComponent("blob").path
+        try Data([9, 0, 8]).write(to: URL(fileURLWithPath: file))
+        let line = ["send", "svc", "--msgid", "1", "--file", file, "--data", "two", "--hex", "0001", "--data", "four"]
+        let send = try #require(try PortctlCommand.parseAsRoot(line) as? Send)
+        let parts = try send.components.components(arguments: ["portctl"] + line)
+        #expect(parts.map { $0.bytes } == [[9, 0, 8], Array("two".utf8), [0, 1], Array("four".utf8)])
+    }
+
+    @Test func aMissingFileIsAUsageError() throws {
+        let line = ["send", "svc", "--msgid", "1", "--file", "/nonexistent/portctl-test"]
+        let send = try #require(try PortctlCommand.parseAsRoot(line) as? Send)
+        #expect {
+            _ = try send.components.components(arguments: ["portctl"] + line)
+        } throws: { error in
+            (error as? Failure)?.code == portctl.ExitStatus.usage.rawValue
+        }
+    }
+
+    @Test func exitStatusesOfNameServerErrors() {
+        let cases: [(NameServerError, portctl.ExitStatus)] = [
+            (.notRunning(socket: "/s"), .notRunning), (.permissionDenied(socket: "/s"), .permissionDenied),
+            (.denied("no"), .permissionDenied), (.invalidName("x"), .usage), (.timedOut("t"), .timedOut),
+            (.connectionLost, .portInvalid), (.protocolError("p"), .protocolError), (.badRequest("b"), .protocolError),
+            (.limit("l"), .failure), (.daemonFailure("d"), .failure), (.transport(.invalidated), .portInvalid),
+        ]
+        for (error, status) in cases { #expect(Failure(error).code == status.rawValue, "\(error)") }
+    }
+
+    @Test func exitStatusesAreStable() {
+        #expect(portctl.ExitStatus.allCases.map(\.rawValue) == [0, 1, 64, 67, 69, 74, 75, 76, 77])
+    }
+}
