@@ -1,33 +1,44 @@
 // BackgroundLoop: one run-loop thread per process, started on first use, that
 // serves ports and replies for Swift concurrency (PCPort.messages, the async
 // SendRight.request). One thread for all of them, never one per port.
+//
+// A plain pthread, not Foundation's Thread: PortCore does not link
+// Foundation, so that a command-line tool built on it starts fast.
 
-import Foundation
+import Glibc
 
 final class BackgroundLoop: Sendable {
     static let shared = BackgroundLoop()
     let loop: PCRunLoop
 
     private init() {
-        let ready = Completion()
-        let box = LoopBox()
-        let thread = Thread {
-            let loop = PCRunLoop.current
-            box.loop = loop
-            // Keeps the mode non-empty, so the loop never finishes.
-            loop.add(PCTimer(fireAt: .distantFuture) { _ in }, forMode: .default)
-            ready.signal()
-            while true { loop.run() }
-        }
-        thread.name = "PortCore.background"
-        thread.start()
-        ready.wait()
-        loop = box.loop!
+        let handoff = Handoff()
+        var thread = pthread_t()
+        let arg = Unmanaged.passRetained(handoff).toOpaque()
+        let r = pthread_create(&thread, nil, backgroundLoopMain, arg)
+        precondition(r == 0, "pthread_create: \(r)")
+        pthread_detach(thread)
+        handoff.ready.wait()
+        loop = handoff.loop!
     }
 
-    private final class LoopBox: @unchecked Sendable {
-        // Safe to share: written once on the new thread before
-        // `ready.signal()`, read once after `ready.wait()`.
+    /// What the new thread hands back.
+    fileprivate final class Handoff: @unchecked Sendable {
+        // Safe to share: `loop` is written once on the new thread before
+        // `ready.signal()` and read once after `ready.wait()`.
         var loop: PCRunLoop?
+        let ready = Completion()
     }
+}
+
+/// The background thread: a C-convention function (a closure literal passed
+/// to pthread_create from a main-actor context traps in Swift 6).
+private func backgroundLoopMain(_ arg: UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? {
+    let handoff = Unmanaged<BackgroundLoop.Handoff>.fromOpaque(arg!).takeRetainedValue()
+    let loop = PCRunLoop.current
+    // Keeps the mode non-empty, so the loop never finishes.
+    loop.add(PCTimer(fireAt: .distantFuture) { _ in }, forMode: .default)
+    handoff.loop = loop
+    handoff.ready.signal()
+    while true { loop.run() }
 }
