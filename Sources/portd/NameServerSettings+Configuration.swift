@@ -19,7 +19,8 @@ extension NameServerSettings {
         mayLookUp = { name, uid, gids in c.lookUpDecision(name: name.description, uid: uid, gids: gids).allowed }
         limits = NameRegistry.Limits(
             namesPerClient: c.limits.namesPerClient, pendingLookupsPerClient: c.limits.pendingLookupsPerClient,
-            watchesPerClient: c.limits.watchesPerClient, clientsPerUID: c.limits.clientsPerUID)
+            watchesPerClient: c.limits.watchesPerClient, clientsPerUID: c.limits.clientsPerUID,
+            clients: c.limits.maxClients)
         maximumRequestBytes = c.limits.maxRequestBytes
     }
 }

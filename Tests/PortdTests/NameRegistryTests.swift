@@ -372,6 +372,16 @@ private func change(_ outcome: NameRegistry.RegisterOutcome) -> OwnerChange? {
         #expect(r.clientCount == 3)
         #expect(LimitExceeded.clientsPerUID(uid: 7, limit: 2).description == "uid 7 already has 2 clients connected")
     }
+
+    @Test func clientsInAll() {
+        var r = NameRegistry(limits: NameRegistry.Limits(clientsPerUID: 10, clients: 2))
+        #expect(r.admit(1, uid: 7) == nil)
+        #expect(r.admit(2, uid: 8) == nil)
+        #expect(r.admit(3, uid: 9) == LimitExceeded.clients(2), "MaxClients counts every uid")
+        _ = r.removeClient(1, now: 0)
+        #expect(r.admit(3, uid: 9) == nil)
+        #expect(LimitExceeded.clients(2).description == "portd already serves 2 clients")
+    }
 }
 
 private extension NameRegistry.RegisterOutcome {
@@ -386,4 +396,5 @@ private extension NameRegistry.LookupOutcome {
         if case .waiting = self { return true }
         return false
     }
+
 }

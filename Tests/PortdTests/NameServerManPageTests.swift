@@ -57,6 +57,7 @@ import Testing
         #expect(settings.limits.pendingLookupsPerClient == defaults.pendingLookupsPerClient)
         #expect(settings.limits.watchesPerClient == defaults.watchesPerClient)
         #expect(settings.limits.clientsPerUID == defaults.clientsPerUID)
+        #expect(settings.limits.clients == defaults.maxClients)
         #expect(settings.maximumRequestBytes == defaults.maxRequestBytes)
         #expect(settings.maximumLookupWait == .seconds(3600), "both pages say a lookup waits at most an hour")
         #expect(PortName.maximumLength == 200)

@@ -92,6 +92,7 @@ enum LimitExceeded: Error, Equatable, Sendable, CustomStringConvertible {
     case pendingLookupsPerClient(Int)
     case watchesPerClient(Int)
     case clientsPerUID(uid: UInt32, limit: Int)
+    case clients(Int)
 
     var description: String {
         switch self {
@@ -99,6 +100,7 @@ enum LimitExceeded: Error, Equatable, Sendable, CustomStringConvertible {
         case .pendingLookupsPerClient(let n): "a client may have at most \(n) lookups waiting"
         case .watchesPerClient(let n): "a client may have at most \(n) watches"
         case .clientsPerUID(let uid, let n): "uid \(uid) already has \(n) clients connected"
+        case .clients(let n): "portd already serves \(n) clients"
         }
     }
 }
@@ -114,6 +116,8 @@ struct NameRegistry {
         var watchesPerClient = 64
         /// Clients (connections) of one uid.
         var clientsPerUID = 256
+        /// Clients (connections) in all.
+        var clients = 1024
     }
 
     enum RegisterOutcome: Equatable, Sendable {
@@ -217,6 +221,7 @@ struct NameRegistry {
     /// `clientsPerUID` clients already. Admitting a known client does nothing.
     mutating func admit(_ client: ClientID, uid: UInt32) -> LimitExceeded? {
         if clients[client] != nil { return nil }
+        if clients.count >= limits.clients { return .clients(limits.clients) }
         let count = clientsByUID[uid, default: 0]
         if count >= limits.clientsPerUID { return .clientsPerUID(uid: uid, limit: limits.clientsPerUID) }
         clientsByUID[uid] = count + 1
