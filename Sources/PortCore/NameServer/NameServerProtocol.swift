@@ -101,16 +101,23 @@ public enum NameServerProtocol {
             return "a name has at most \(maximumNameLength) bytes (this one has \(bytes.count))"
         }
         if bytes[0] == UInt8(ascii: ".") { return "a name cannot start with a dot" }
-        for b in bytes {
-            switch b {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "-"):
-                continue
-            default:
-                return "a name may hold only letters, digits, '.', '_' and '-'"
-            }
+        for b in bytes where !isNameByte(b) {
+            return "a name may hold only letters, digits, '.', '_' and '-'"
         }
         return nil
+    }
+
+    /// Whether `b` may appear in a port name: `A-Z a-z 0-9 . _ -`. The one
+    /// definition portd, its configuration and the client all use.
+    @inlinable
+    public static func isNameByte(_ b: UInt8) -> Bool {
+        switch b {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "-"):
+            true
+        default:
+            false
+        }
     }
 
     /// Whether `name` is a valid port name (see `nameProblem`).

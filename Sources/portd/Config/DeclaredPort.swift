@@ -12,6 +12,8 @@
 // empty, replaces the [Policy] rules for this name (anyone else is denied);
 // an activation command has an absolute program path, a unit a unit name.
 
+import PortCore
+
 struct DeclaredPort: Equatable, Sendable {
     /// What portd starts when the first connection arrives and no service
     /// has checked in.
@@ -60,11 +62,7 @@ struct DeclaredPort: Equatable, Sendable {
             return "a port name has at most \(maximumNameLength) bytes; '\(name.prefix(40))…' has \(name.utf8.count)"
         }
         if name.hasPrefix(".") { return "a port name cannot start with '.': '\(name)'" }
-        let valid = name.utf8.allSatisfy { b in
-            (b >= UInt8(ascii: "A") && b <= UInt8(ascii: "Z")) || (b >= UInt8(ascii: "a") && b <= UInt8(ascii: "z"))
-                || (b >= UInt8(ascii: "0") && b <= UInt8(ascii: "9")) || b == UInt8(ascii: ".") || b == UInt8(ascii: "_")
-                || b == UInt8(ascii: "-")
-        }
+        let valid = name.utf8.allSatisfy { NameServerProtocol.isNameByte($0) }
         return valid ? nil : "'\(name)' is not a port name (letters, digits, '.', '_' and '-' only)"
     }
 

@@ -12,6 +12,8 @@
 // are ASCII) by the usual backtracking over the last "*", linear in
 // practice and never worse than the product of the two lengths. Pure.
 
+import PortCore
+
 struct NamePattern: Equatable, Hashable, Sendable, CustomStringConvertible {
     private enum Token: Equatable, Hashable, Sendable {
         case byte(UInt8)
@@ -143,13 +145,5 @@ struct NamePattern: Equatable, Hashable, Sendable, CustomStringConvertible {
 
     var description: String { text }
 
-    private static func isNameByte(_ b: UInt8) -> Bool {
-        switch b {
-        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-            UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "-"):
-            true
-        default:
-            false
-        }
-    }
+    private static func isNameByte(_ b: UInt8) -> Bool { NameServerProtocol.isNameByte(b) }
 }

@@ -6,6 +6,8 @@
 // portd never uses a name as a path anyway (PortDirectory numbers its
 // socket files), so no name can reach outside the port directory.
 
+import PortCore
+
 struct PortName: Hashable, Comparable, Sendable, CustomStringConvertible {
     /// The longest name, in bytes.
     static let maximumLength = 200
@@ -41,15 +43,7 @@ struct PortName: Hashable, Comparable, Sendable, CustomStringConvertible {
         value = text
     }
 
-    private static func isAllowed(_ b: UInt8) -> Bool {
-        switch b {
-        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-            UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "-"):
-            true
-        default:
-            false
-        }
-    }
+    private static func isAllowed(_ b: UInt8) -> Bool { NameServerProtocol.isNameByte(b) }
 
     var description: String { value }
 
