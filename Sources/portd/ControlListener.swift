@@ -82,7 +82,11 @@ final class ControlListener {
         } catch {
             throw .system(error)
         }
-        return ControlListener(fileDescriptor: passed.fileDescriptor, path: path, origin: .inherited(name: passed.name))
+        // The socket's own path decides where portd's port directory goes,
+        // not the path portd would have bound: two daemons must never share one.
+        let bound = (try? UnixSocket.boundPath(passed.fileDescriptor)) ?? nil
+        return ControlListener(
+            fileDescriptor: passed.fileDescriptor, path: bound ?? path, origin: .inherited(name: passed.name))
     }
 
     /// Creates the instance directory if needed, binds `location` (replacing

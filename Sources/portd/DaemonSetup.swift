@@ -37,6 +37,9 @@ struct DaemonSetup {
         do {
             signalDescriptor = try SignalFD.create(for: [SIGTERM, SIGINT, SIGHUP])
             try CurrentProcess.ignore(signal: SIGPIPE)
+            // One descriptor per client: use the whole hard limit.
+            let descriptors = try CurrentProcess.raiseDescriptorLimit()
+            logger.debug("descriptor limit \(descriptors)")
         } catch {
             logger.critical("cannot set up signal handling: \(error)")
             return nil

@@ -166,6 +166,27 @@ final class ServedPort: @unchecked Sendable {
         #expect(Set(log.all.dropFirst()) == ["other source", "timer"])
     }
 
+    @Test func aRequesterThatNeverReadsItsRepliesIsDisconnectedNotWaitedFor() throws {
+        let errors = Recorder()
+        let served = try ServedPort { m in PCPortMessage(msgid: m.msgid, strings: ["reply"]) }
+        served.port.onError { e in errors.add("\(e)") }
+        defer { served.stop() }
+        let greedy = try served.port.makeSendRight()
+        // Requests (REPLY_EXPECTED) written raw, never reading a reply.
+        let request: [UInt8] = Array("port".utf8) + [1, 0x02, 0, 0, 1, 0, 0, 0]
+        var sent = 0
+        var stalled = 0
+        while sent < 200_000 && stalled < 200 {
+            let n = request.withUnsafeBytes { send(greedy.fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL)) }
+            if n > 0 { sent += 1; stalled = 0 } else if errno == EAGAIN { stalled += 1; sched_yield() } else { break }
+        }
+        // Everyone else is still served, promptly.
+        let good = try served.port.makeSendRight()
+        let r = try good.request(PCPortMessage(msgid: 9), receiveTimeout: .seconds(2))
+        #expect(r.reply?.components.first?.string == "reply")
+        #expect(errors.all.contains { $0.contains("does not read its replies") })
+    }
+
     @Test func sendingToAnInvalidatedPortFailsAtOnce() throws {
         let port = PCPort { _ in nil }
         let right = try port.makeSendRight()

@@ -7,6 +7,7 @@
 import Foundation
 import Glibc
 import Testing
+@testable import portd
 
 @testable import PortCore
 
@@ -32,10 +33,33 @@ struct SocketActivationTests {
         #expect(textField(status.standardOutput, "pid") == "\(child.pid)")
         try notify.waitFor("READY=1")
         #expect(!exists(dir.appending("unused.sock")), "an activated portd must not bind its own socket")
+        // Its port directory follows the socket it was given, not the path it
+        // would have bound: never another daemon's directory.
+        #expect(exists(socket + ".ports"))
+        #expect(!exists(dir.appending("unused.sock.ports")))
 
         child.signal(SIGTERM)
         #expect(try child.waitForExit() == 0)
         #expect(exists(socket), "the socket unit owns the file; portd must not remove it")
+    }
+
+    @Test func neverTakesALiveDaemonsPortDirectory() throws {
+        // Daemon A serves a name; a second portd whose port directory would be
+        // A's (the same control-socket path, handed over by an activator)
+        // must refuse to start rather than remove A's live port socket.
+        let dir = try TemporaryDirectory()
+        let a = try DaemonProcess.started(socket: dir.appending("a.sock"))
+        let owner = try NameClient(socket: a.socketPath)
+        let registered = try owner.register("alpha")
+        #expect(registered.words.first == "registered")
+        let ports = PortDirectory.path(forControlSocket: a.socketPath)
+        #expect(throws: PortDirectory.Problem.self) {
+            _ = try PortDirectory.prepare(path: ports, userID: getuid())
+        }
+        #expect(try owner.lookUp("alpha").words.first == "found", "A's name still works")
+        withExtendedLifetime(registered) {}
+        owner.close()
+        #expect(try a.stop() == 0)
     }
 
     @Test func refusesAPassedSocketOfTheWrongType() throws {

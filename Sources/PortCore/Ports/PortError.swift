@@ -18,6 +18,9 @@ public enum PortError: Error, Sendable, CustomStringConvertible {
     case invalidated
     /// Another request on this right is waiting for its reply (one at a time per right).
     case requestInProgress
+    /// A requester's queue was full when its reply was due: it sends
+    /// requests without reading the replies. Its connection is closed.
+    case peerNotReading
 
     public var description: String {
         switch self {
@@ -28,6 +31,7 @@ public enum PortError: Error, Sendable, CustomStringConvertible {
         case .recordTruncated: "record longer than the receive buffer"
         case .invalidated: "the port was invalidated"
         case .requestInProgress: "another request on this right is waiting for its reply"
+        case .peerNotReading: "the requester does not read its replies (its queue is full); disconnected"
         }
     }
 }

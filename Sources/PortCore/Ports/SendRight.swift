@@ -264,10 +264,16 @@ public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvert
             connection = nil
             return withExtendedLifetime(conn) { () -> PortError? in
                 do throws(PortError) {
-                    _ = try transport.send(
+                    // Never wait on the loop's thread: a requester whose
+                    // queue is full is not reading its replies, and waiting
+                    // for it would stall everyone else the loop serves.
+                    switch try transport.send(
                         reply ?? PCPortMessage(msgid: msgid), on: fd, replyPort: reply?.replyPort?.fd,
-                        replyExpected: false, before: .now() + .seconds(5))
-                    return nil
+                        replyExpected: false, before: .now())
+                    {
+                    case .sent, .receiverGone: return nil  // a gone peer's connection ends by itself
+                    case .timedOut: return .peerNotReading
+                    }
                 } catch {
                     return error
                 }

@@ -11,6 +11,20 @@ import CPortSystem
 import Glibc
 
 package enum CurrentProcess {
+    /// Raises the soft limit on open descriptors to the hard limit (a daemon
+    /// holds one per client) and returns the new soft limit. The
+    /// corresponding C functions are `getrlimit` and `setrlimit`.
+    @discardableResult
+    package static func raiseDescriptorLimit() throws(SystemCallError) -> UInt64 {
+        var limit = rlimit()
+        _ = try SystemCall.must("getrlimit(RLIMIT_NOFILE)") { getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) }
+        if limit.rlim_cur < limit.rlim_max {
+            limit.rlim_cur = limit.rlim_max
+            _ = try SystemCall.must("setrlimit(RLIMIT_NOFILE)") { setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) }
+        }
+        return UInt64(limit.rlim_cur)
+    }
+
     /// The corresponding C function is `getpid`.
     package static var id: Int32 { getpid() }
 

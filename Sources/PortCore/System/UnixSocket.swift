@@ -146,6 +146,25 @@ public enum UnixSocket {
         }
     }
 
+    /// The filesystem path `fd` is bound to, or nil for an unnamed or
+    /// abstract address. The corresponding C function is `getsockname`.
+    public static func boundPath(_ fd: Int32) throws(SystemCallError) -> String? {
+        var address = sockaddr_un()
+        var length = socklen_t(MemoryLayout<sockaddr_un>.size)
+        _ = try withUnsafeMutablePointer(to: &address) { p throws(SystemCallError) in
+            try p.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa throws(SystemCallError) in
+                try SystemCall.must("getsockname") { getsockname(fd, sa, &length) }
+            }
+        }
+        let pathBytes = Int(length) - MemoryLayout<sa_family_t>.size
+        guard pathBytes > 0 else { return nil }
+        return withUnsafeBytes(of: address.sun_path) { raw -> String? in
+            let bytes = raw.prefix(pathBytes)
+            guard let first = bytes.first, first != 0 else { return nil }  // abstract
+            return String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
+        }
+    }
+
     /// Unlinks a socket file left behind by a process that is gone, so that
     /// `bind` can use its path; leaves anything else alone. A socket is
     /// stale when connecting to it is refused (nobody bound to it). This is

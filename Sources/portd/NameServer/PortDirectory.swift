@@ -86,8 +86,17 @@ final class PortDirectory {
             if let reason = problem(with: status, userID: userID) { throw Problem.notPrivate(path: path, reason: reason) }
             var removed = 0
             for name in try FileSystem.entries(ofDirectory: path) ?? [] {
-                let entry = "\(path)/\(name)"
-                if try FileSystem.status(ofPath: entry)?.kind == .socket, try FileSystem.remove(entry) { removed += 1 }
+                // Only sockets nobody listens on are stale; a live one means
+                // another daemon serves this directory, and portd must not
+                // take its names.
+                guard let address = try? UnixSocketAddress(path: "\(path)/\(name)") else { continue }
+                switch try UnixSocket.removeStale(at: address) {
+                case .removed: removed += 1
+                case .inUse:
+                    throw Problem.notPrivate(
+                        path: path, reason: "\(name) in it is a live socket: another portd serves this directory")
+                case .absent, .notASocket: continue
+                }
             }
             return (PortDirectory(path: path), removed)
         } catch let problem as Problem {
