@@ -31,7 +31,7 @@ struct ConnectionOptions: ParsableArguments {
     @Flag(exclusivity: .exclusive)
     var instance: DaemonInstance?
 
-    @Option(help: ArgumentHelp("Seconds to wait before giving up (default 5; see the command's help).", valueName: "seconds"))
+    @Option(help: ArgumentHelp("Seconds to wait before giving up; the default depends on the verb (5 s, or no bound for listen, watch, wait and register: see its help).", valueName: "seconds"))
     var timeout: Double?
 
     func validate() throws {

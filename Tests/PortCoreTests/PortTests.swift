@@ -90,6 +90,7 @@ final class ServedPort: @unchecked Sendable {
             let r = try right.request(PCPortMessage(msgid: UInt32(i), strings: ["q\(i)"]), receiveTimeout: .seconds(5))
             let reply = try #require(r.reply)
             #expect(reply.msgid == UInt32(i + 1))
+            #expect(reply.sender?.pid == getpid(), "a reply carries the replier's kernel credentials")
             #expect(reply.components.first?.string == "re: q\(i)")
         }
     }

@@ -37,6 +37,8 @@ public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvert
     private var answered = false
     /// An async request is waiting for its reply on the background loop.
     private var asyncInFlight = false
+    /// SO_PASSCRED is on for this right's socket (for replies).
+    private var passesCredentials = false
     private var replyError: PortError?
     private var replySources: [ObjectIdentifier: (loop: PCRunLoop, source: PortSource)] = [:]
     private var invalidationSources: [PortSource] = []
@@ -180,6 +182,12 @@ public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvert
         let t = transport ?? MessageTransport(limits: limits)
         transport = t
         if peerGone { return .invalidPort }
+        if !passesCredentials {
+            // Replies carry the replier's kernel credentials too (set before
+            // the first request goes out, so its reply has them).
+            do { try UnixSocket.setPassCredentials(fd, true) } catch { throw .system(error) }
+            passesCredentials = true
+        }
         switch try t.send(
             message, on: fd, replyPort: message.replyPort?.fd, replyExpected: true, before: .now() + sendTimeout)
         {
