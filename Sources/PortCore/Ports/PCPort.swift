@@ -292,7 +292,7 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
             do {
                 received = try transport.receive(on: connection.fd)
             } catch {
-                fail(source, error, id)
+                fail(source, error, id, peer)
                 return
             }
             switch received {
@@ -342,8 +342,13 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
         }
     }
 
-    private func fail(_ source: PortSource, _ error: PortError, _ id: UInt64) {
-        logger.warning("closing a connection to \(self): \(error)")
+    private func fail(_ source: PortSource, _ error: PortError, _ id: UInt64, _ peer: Credentials? = nil) {
+        var metadata: Logger.Metadata = ["connection": "\(id)"]
+        if let peer {
+            metadata["pid"] = "\(peer.pid)"
+            metadata["uid"] = "\(peer.uid)"
+        }
+        logger.warning("closing a client's connection: \(error)", metadata: metadata)
         dropConnection(source, id: id)
         let h = lock.withLock { errorHandler }
         h?(error)
