@@ -61,7 +61,7 @@ public enum DaemonDirectory {
     }
 
     /// What is wrong with a would-be private directory, or nil. Pure, for tests.
-    static func problem(with status: FileStatus, userID: UInt32) -> String? {
+    package static func problem(with status: FileStatus, userID: UInt32) -> String? {
         if status.kind != .directory {
             return status.kind == .symbolicLink ? "it is a symbolic link" : "it is not a directory"
         }

@@ -108,16 +108,10 @@ final class PortDirectory {
         }
     }
 
-    /// What is wrong with a would-be private directory, or nil. Pure.
+    /// What is wrong with a would-be private directory, or nil. Pure; the
+    /// same rule as the instance directory's (DaemonDirectory).
     static func problem(with status: FileStatus, userID: UInt32) -> String? {
-        if status.kind != .directory {
-            return status.kind == .symbolicLink ? "it is a symbolic link" : "it is not a directory"
-        }
-        if status.ownerID != userID { return "owned by uid \(status.ownerID), not \(userID)" }
-        if status.permissions & 0o077 != 0 {
-            return "mode \(String(status.permissions, radix: 8)) lets others in; it must be 700"
-        }
-        return nil
+        DaemonDirectory.problem(with: status, userID: userID)
     }
 
     /// A new listening socket bound to a new file: "p…" for a registered
