@@ -49,7 +49,8 @@ let package = Package(
         ),
         .testTarget(
             name: "PortCoreTests",
-            dependencies: ["PortCore", "CPortSystem"]
+            dependencies: ["PortCore", "CPortSystem"],
+            exclude: ["Fixtures"]  // Python peers the tests run, not sources
         ),
         // Unit tests of portd's parts (@testable import portd) and
         // integration tests that run the built portd and portctl binaries.
