@@ -1,8 +1,9 @@
-// Starting peer processes for tests: posix_spawn with a descriptor passed as
+// Starting peer processes for tests (through PortCore's Spawn) with a descriptor passed as
 // fd 3, and waiting for them.
 
 import Foundation
 import Glibc
+@testable import PortCore
 
 enum PeerProcess {
     static var fixtures: String {
@@ -11,17 +12,14 @@ enum PeerProcess {
 
     /// Starts `argv` with `fd` as its descriptor 3 and stdout to `stdoutFD` if given.
     static func spawn(_ argv: [String], passing fd: Int32, stdoutFD: Int32? = nil) -> pid_t {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, fd, 3)
-        if let o = stdoutFD { posix_spawn_file_actions_adddup2(&actions, o, 1) }
-        var pid: pid_t = 0
-        let cargs = argv.map { strdup($0) } + [nil]
-        defer { cargs.forEach { free($0) } }
-        let r = posix_spawnp(&pid, argv[0], &actions, nil, cargs, environ)
-        precondition(r == 0, "posix_spawnp \(argv[0]): \(r)")
-        return pid
+        var descriptors: [Int32: Int32] = [3: fd]
+        if let o = stdoutFD { descriptors[1] = o }
+        let environment = ProcessInfo.processInfo.environment.map { "\($0.key)=\($0.value)" }
+        do {
+            return try Spawn.start(argv, environment: environment, descriptors: descriptors)
+        } catch {
+            preconditionFailure("spawn \(argv[0]): \(error)")
+        }
     }
 
     /// Waits for `pid`; returns its exit status (or 128 + signal).

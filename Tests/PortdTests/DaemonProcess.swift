@@ -174,48 +174,31 @@ final class ChildProcess: @unchecked Sendable {
         guard port_pipe2(&outPipe, O_CLOEXEC) == 0, port_pipe2(&errPipe, O_CLOEXEC) == 0 else {
             throw HarnessError.unexpected("pipe2 failed")
         }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
         var inPipe: [Int32] = [-1, -1]
+        let stdinFD: Int32
         if input != nil {
             guard port_pipe2(&inPipe, O_CLOEXEC) == 0 else { throw HarnessError.unexpected("pipe2 failed") }
-            posix_spawn_file_actions_adddup2(&actions, inPipe[0], 0)
+            stdinFD = inPipe[0]
         } else {
-            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+            stdinFD = open("/dev/null", O_RDONLY | O_CLOEXEC)
         }
-        posix_spawn_file_actions_adddup2(&actions, outPipe[1], 1)  // dup2 clears CLOEXEC on the copy
-        posix_spawn_file_actions_adddup2(&actions, errPipe[1], 2)
-
-        // A clean signal state: nothing blocked, SIGPIPE and friends at their defaults.
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for signal in [SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGCHLD] { sigaddset(&defaults, signal) }
-        posix_spawnattr_setsigmask(&attributes, &empty)
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-
-        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            argv.forEach { free($0) }
-            envp.forEach { free($0) }
+        // PortCore's one spawn wrapper: a clean signal state, the pipes as 0, 1, 2.
+        let spawned = Result { () throws(SystemCallError) -> Int32 in
+            try Spawn.start(
+                [executable] + arguments, environment: environment.map { "\($0.key)=\($0.value)" },
+                descriptors: [0: stdinFD, 1: outPipe[1], 2: errPipe[1]])
         }
-        var child: pid_t = 0
-        let r = posix_spawn(&child, executable, &actions, &attributes, argv, envp)
         close(outPipe[1])
         close(errPipe[1])
-        if input != nil { close(inPipe[0]) }
-        guard r == 0 else {
+        close(stdinFD)
+        let child: pid_t
+        switch spawned {
+        case .success(let p): child = p
+        case .failure(let error):
             close(outPipe[0])
             close(errPipe[0])
             if input != nil { close(inPipe[1]) }
-            throw HarnessError.unexpected("posix_spawn \(executable): \(String(cString: strerror(r)))")
+            throw HarnessError.unexpected("spawn \(executable): \(error)")
         }
         if let input {
             // The child may exit without reading it all: EPIPE, not SIGPIPE

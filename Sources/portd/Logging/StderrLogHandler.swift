@@ -12,7 +12,7 @@
 import Logging
 import PortCore
 
-struct StderrLogHandler: LogHandler {
+struct StderrLogHandler: PortdLogHandler {
     var metadata: Logger.Metadata = [:]
     var metadataProvider: Logger.MetadataProvider?
     var logLevel: Logger.Level
@@ -24,15 +24,8 @@ struct StderrLogHandler: LogHandler {
         self.metadataProvider = metadataProvider
     }
 
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
-    }
-
     func log(event: LogEvent) {
-        var merged = metadata
-        if let provided = metadataProvider?.get() { merged.merge(provided) { _, new in new } }
-        if let own = event.metadata { merged.merge(own) { _, new in new } }
+        let merged = mergedMetadata(event)
         CurrentProcess.writeStandardError(
             Self.line(
                 identifier: identifier, level: event.level, message: event.message.description,

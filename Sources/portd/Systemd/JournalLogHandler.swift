@@ -16,7 +16,7 @@ import CSystemd
 import Glibc
 import Logging
 
-struct JournalLogHandler: LogHandler {
+struct JournalLogHandler: PortdLogHandler {
     var metadata: Logger.Metadata = [:]
     var metadataProvider: Logger.MetadataProvider?
     var logLevel: Logger.Level
@@ -28,15 +28,8 @@ struct JournalLogHandler: LogHandler {
         self.metadataProvider = metadataProvider
     }
 
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
-    }
-
     func log(event: LogEvent) {
-        var merged = metadata
-        if let provided = metadataProvider?.get() { merged.merge(provided) { _, new in new } }
-        if let own = event.metadata { merged.merge(own) { _, new in new } }
+        let merged = mergedMetadata(event)
         Self.send(
             Self.fields(
                 level: event.level, message: event.message.description, error: event.error.map { "\($0)" },
