@@ -52,7 +52,8 @@ final class Daemon {
         do {
             server = try NameServer(
                 controlDescriptor: setup.listener.handOverDescriptor(), directory: setup.portDirectory,
-                settings: setup.settings, logger: logger, loop: loop, startedAt: setup.startedAt)
+                settings: setup.settings, logger: logger, loop: loop, startedAt: setup.startedAt,
+                restored: setup.restoredDeclaredPorts, store: setup.notifier)
         } catch {
             logger.critical("cannot start the name server: \(error)")
             return 1
@@ -125,11 +126,7 @@ final class Daemon {
             guard let server, let settings = setup.reloadSettings() else {
                 return ((), "Reload failed; serving with the previous configuration")
             }
-            let changed = server.reconfigure(settings)
-            if !changed.isEmpty {
-                logger.warning(
-                    "declared ports changed in the configuration; they take effect at the next start: \(changed.map(\.description).joined(separator: ", "))")
-            }
+            server.reconfigure(settings)
             return ((), "Reloaded; " + server.summary)
         }
     }

@@ -5,7 +5,9 @@
 // (2) the control socket: the one systemd passed (socket activation), else
 // bound at the resolved path (ControlListener: never a live daemon's);
 // (3) the port directory beside it (`<socket>.ports`, private, stale
-// socket files removed); (4) the name server's settings: the per-user
+// socket files removed, except those of declared ports whose sockets the
+// service manager passed back from its file-descriptor store: those are
+// adopted, and a passed socket that is not one of them is closed); (4) the name server's settings: the per-user
 // instance serves portd's own uid only; the system instance everyone, as
 // the policy in the settings decides (the configuration is wired in here).
 // Any failure is logged as one clear line and start-up stops with status 1.
@@ -25,6 +27,8 @@ struct DaemonSetup {
     let notifier: SystemdNotifier
     let startedAt: MonotonicInstant
     let portDirectory: PortDirectory
+    /// Declared ports' sockets passed back by the service manager, by name.
+    let restoredDeclaredPorts: [String: DeclaredPorts.Restored]
     let settings: NameServerSettings
     /// Where the configuration came from, to read it again on SIGHUP.
     let configurationPaths: ConfigurationPaths
@@ -61,10 +65,12 @@ struct DaemonSetup {
             environment: CurrentProcess.environment)
 
         let listener: ControlListener
+        let storedPorts: [(name: String, fileDescriptor: Int32)]
         do {
-            let passed = try ListenFDs.take()
-            let (control, others) = ListenFDs.selectControl(from: passed)
-            for extra in others {
+            let passed = ListenFDs.classify(try ListenFDs.take())
+            let control = passed.control
+            storedPorts = passed.declaredPorts
+            for extra in passed.unused {
                 logger.warning(
                     "closing a descriptor from the service manager that portd does not use",
                     metadata: ["fd": "\(extra.fileDescriptor)", "fdname": "\(extra.name)"])
@@ -87,21 +93,49 @@ struct DaemonSetup {
             return nil
         }
 
+        // Sockets from the file-descriptor store: each must be a listening
+        // socket bound in this portd's port directory (a stale or foreign
+        // one is closed and its port gets a new socket).
+        let directoryPath = PortDirectory.path(forControlSocket: listener.path)
+        var keeping: [(name: String, fd: Int32, fileName: String)] = []
+        for (name, fd) in storedPorts {
+            do {
+                guard ListenFDs.isListeningSequentialPacketSocket(fd) else {
+                    throw PortDirectory.Problem.notAdoptable(fd: fd, reason: "it is not a listening SOCK_SEQPACKET socket")
+                }
+                keeping.append((name, fd, try PortDirectory.declaredFileName(of: fd, inDirectory: directoryPath)))
+            } catch {
+                logger.warning("closing the stored socket of \(name): \(error)", metadata: ["name": "\(name)"])
+                LocalSocket.close(fd)
+            }
+        }
+
         let portDirectory: PortDirectory
+        var restored: [String: DeclaredPorts.Restored] = [:]
         do {
             let (directory, removed) = try PortDirectory.prepare(
-                path: PortDirectory.path(forControlSocket: listener.path), userID: userID)
+                path: directoryPath, userID: userID, keeping: Set(keeping.map(\.fileName)))
             portDirectory = directory
             if removed > 0 { logger.info("removed \(removed) stale port sockets from \(directory.path)") }
         } catch {
             logger.error("\(error)")
             listener.close()
+            keeping.forEach { LocalSocket.close($0.fd) }
             return nil
+        }
+        for k in keeping {
+            do {
+                restored[k.name] = .init(fileDescriptor: k.fd, file: try portDirectory.adopt(fileName: k.fileName, fd: k.fd))
+            } catch {
+                logger.warning("closing the stored socket of \(k.name): \(error)", metadata: ["name": "\(k.name)"])
+                LocalSocket.close(k.fd)
+            }
         }
 
         return DaemonSetup(
             logger: logger, listener: listener, signalDescriptor: signalDescriptor,
             notifier: SystemdNotifier(), startedAt: startedAt, portDirectory: portDirectory,
+            restoredDeclaredPorts: restored,
             settings: NameServerSettings(configuration: configuration, onlyUID: onlyUID, daemonUID: userID),
             configurationPaths: configurationPaths, configurationRequired: command.config != nil, onlyUID: onlyUID)
     }

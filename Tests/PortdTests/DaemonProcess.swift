@@ -6,7 +6,9 @@
 //     (a socket path holds at most 107 bytes) and removes it afterwards;
 //   - `NotifySocket` is the test's own NOTIFY_SOCKET: an AF_UNIX datagram
 //     socket in the abstract namespace (no file to clean up), read with a
-//     bounded wait, so "wait for READY=1" is an event, not a sleep;
+//     bounded wait, so "wait for READY=1" is an event, not a sleep; it
+//     keeps a file-descriptor store as systemd does (FDSTORE=1 with
+//     FDNAME=, FDSTOREREMOVE=1), to be passed to the next portd;
 //   - `DaemonProcess` starts portd with a clean environment (nothing of the
 //     caller's PORTD_SOCKET, XDG_RUNTIME_DIR, LISTEN_*, JOURNAL_STREAM
 //     leaks in), signals it, and waits for its exit with a bound;
@@ -89,34 +91,73 @@ final class NotifySocket {
         try LocalSocket.bind(fd, abstractName: name)
     }
 
-    deinit { LocalSocket.close(fd) }
+    deinit {
+        LocalSocket.close(fd)
+        store.values.forEach(LocalSocket.close)
+    }
 
     /// The value for NOTIFY_SOCKET.
     var address: String { "@\(name)" }
 
     /// Waits for the next datagram: nil when none came within `timeout`, or
-    /// when `sender` exited first (nothing more can come then).
+    /// when `sender` exited first (nothing more can come then). Descriptors
+    /// that come with FDSTORE=1 go into `store`; FDSTOREREMOVE=1 closes them.
     func next(timeout: Duration = HarnessTimeout, from sender: ChildProcess? = nil) throws -> String? {
         let deadline = MonotonicInstant.now() + timeout
         while true {
-            switch try LocalSocket.receive(fd, into: &buffer) {
-            case .record(let count, _):
-                let text = String(decoding: buffer[..<count], as: UTF8.self)
+            if let text = try receiveNow() {
                 received.append(text)
                 return text
-            case .endOfStream:
-                continue  // an empty datagram
-            case .wouldBlock:
-                let left = deadline - MonotonicInstant.now()
-                if left <= .zero { return nil }
-                var entries = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
-                if let sender { entries.append(pollfd(fd: sender.exitEvent, events: Int16(POLLIN), revents: 0)) }
-                let ms = Int32(clamping: left.nanosecondsClamped / 1_000_000 + 1)
-                let r = poll(&entries, nfds_t(entries.count), ms)
-                if r < 0 && port_errno() != EINTR { throw HarnessError.unexpected("poll failed") }
-                // A datagram sent just before the exit is still read first.
-                if entries[0].revents == 0 && entries.count > 1 && entries[1].revents != 0 { return nil }
             }
+            let left = deadline - MonotonicInstant.now()
+            if left <= .zero { return nil }
+            var entries = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
+            if let sender { entries.append(pollfd(fd: sender.exitEvent, events: Int16(POLLIN), revents: 0)) }
+            let ms = Int32(clamping: left.nanosecondsClamped / 1_000_000 + 1)
+            let r = poll(&entries, nfds_t(entries.count), ms)
+            if r < 0 && port_errno() != EINTR { throw HarnessError.unexpected("poll failed") }
+            // A datagram sent just before the exit is still read first.
+            if entries[0].revents == 0 && entries.count > 1 && entries[1].revents != 0 { return nil }
+        }
+    }
+
+    /// The service manager's file-descriptor store: FDNAME → descriptor
+    /// (the test's copy; closed when replaced, removed or at deinit).
+    private(set) var store: [String: Int32] = [:]
+
+    /// Takes the store's descriptors (the caller closes them).
+    func takeStore() -> [String: Int32] {
+        defer { store = [:] }
+        return store
+    }
+
+    /// One datagram already queued, or nil.
+    private func receiveNow() throws -> String? {
+        let control = ControlMessage.Buffer(descriptors: 16, credentials: true)
+        let result = try buffer.withUnsafeMutableBytes { data throws(SystemCallError) in
+            try UnixSocket.receive(fd, into: data, control: control)
+        }
+        switch result {
+        case .wouldBlock, .connectionReset:
+            return nil
+        case .endOfStream:
+            return ""  // an empty datagram
+        case .record(let record):
+            var descriptors = [Int32](repeating: -1, count: 16)
+            let parsed = descriptors.withUnsafeMutableBufferPointer { out in
+                ControlMessage.parse(control, length: record.controlLength, truncated: record.controlTruncated, descriptors: out)
+            }
+            let received = Array(descriptors[..<parsed.descriptorCount])
+            let text = String(decoding: buffer[..<record.byteCount], as: UTF8.self)
+            let lines = text.split(separator: "\n")
+            let fdName = lines.first { $0.hasPrefix("FDNAME=") }.map { String($0.dropFirst("FDNAME=".count)) } ?? "stored"
+            if lines.contains("FDSTORE=1"), received.count == 1 {
+                if let old = store.updateValue(received[0], forKey: fdName) { LocalSocket.close(old) }
+            } else {
+                received.forEach(LocalSocket.close)
+                if lines.contains("FDSTOREREMOVE=1"), let old = store.removeValue(forKey: fdName) { LocalSocket.close(old) }
+            }
+            return text
         }
     }
 
@@ -166,8 +207,13 @@ final class ChildProcess: @unchecked Sendable {
     private var outputPrefix = ""
 
     /// Starts `executable`; its standard input is /dev/null, or a pipe fed
-    /// with `input` (then closed) by a thread of its own.
-    init(executable: String, arguments: [String], environment: [String: String], input: [UInt8]? = nil) throws {
+    /// with `input` (then closed) by a thread of its own; `passing` maps
+    /// further child descriptor numbers to ours (as a service manager passes
+    /// sockets, starting at 3).
+    init(
+        executable: String, arguments: [String], environment: [String: String], input: [UInt8]? = nil,
+        passing: [Int32: Int32] = [:]
+    ) throws {
         self.executable = executable
         var outPipe: [Int32] = [-1, -1]
         var errPipe: [Int32] = [-1, -1]
@@ -186,7 +232,7 @@ final class ChildProcess: @unchecked Sendable {
         let spawned = Result { () throws(SystemCallError) -> Int32 in
             try Spawn.start(
                 [executable] + arguments, environment: environment.map { "\($0.key)=\($0.value)" },
-                descriptors: [0: stdinFD, 1: outPipe[1], 2: errPipe[1]])
+                descriptors: [0: stdinFD, 1: outPipe[1], 2: errPipe[1]].merging(passing) { a, _ in a })
         }
         close(outPipe[1])
         close(errPipe[1])
@@ -344,17 +390,39 @@ final class DaemonProcess {
     let notify: NotifySocket
 
     /// Starts `portd --socket socketPath` (plus `arguments`) with NOTIFY_SOCKET set.
-    init(socket socketPath: String, arguments: [String] = [], environment: [String: String] = [:]) throws {
+    /// `passing` (FDNAME → descriptor) hands portd descriptors the way
+    /// systemd passes its file-descriptor store back: at 3, 4, … with
+    /// LISTEN_FDS, LISTEN_FDNAMES and LISTEN_PID (set to portd's own pid by
+    /// a launcher that then execs portd, as systemd does after its fork).
+    init(
+        socket socketPath: String, arguments: [String] = [], environment: [String: String] = [:],
+        passing: [String: Int32] = [:]
+    ) throws {
         self.socketPath = socketPath
         notify = try NotifySocket()
+        var environment = environment.merging(["NOTIFY_SOCKET": notify.address]) { a, _ in a }
+        var command = [try Binaries.portd, "--socket", socketPath] + arguments
+        var descriptors: [Int32: Int32] = [:]
+        if !passing.isEmpty {
+            let passed = passing.sorted { $0.key < $1.key }
+            for (i, entry) in passed.enumerated() { descriptors[3 + Int32(i)] = entry.value }
+            environment["LISTEN_FDS"] = "\(passed.count)"
+            environment["LISTEN_FDNAMES"] = passed.map(\.key).joined(separator: ":")
+            command = [
+                "/usr/bin/python3", "-c",
+                "import os, sys; os.environ['LISTEN_PID'] = str(os.getpid()); os.execv(sys.argv[1], sys.argv[1:])",
+            ] + command
+        }
         child = try ChildProcess(
-            executable: try Binaries.portd, arguments: ["--socket", socketPath] + arguments,
-            environment: ChildProcess.cleanEnvironment(environment.merging(["NOTIFY_SOCKET": notify.address]) { a, _ in a }))
+            executable: command[0], arguments: Array(command.dropFirst()),
+            environment: ChildProcess.cleanEnvironment(environment), passing: descriptors)
     }
 
     /// Starts portd and waits for READY=1.
-    static func started(socket: String, arguments: [String] = [], environment: [String: String] = [:]) throws -> DaemonProcess {
-        let daemon = try DaemonProcess(socket: socket, arguments: arguments, environment: environment)
+    static func started(
+        socket: String, arguments: [String] = [], environment: [String: String] = [:], passing: [String: Int32] = [:]
+    ) throws -> DaemonProcess {
+        let daemon = try DaemonProcess(socket: socket, arguments: arguments, environment: environment, passing: passing)
         try daemon.notify.waitFor("READY=1", from: daemon.child)
         return daemon
     }

@@ -10,10 +10,18 @@
 // closes, portd's stays, so connections not yet accepted and the records in
 // them survive, and the restarted service checks in again and gets them.
 //
+// Across a restart of portd itself, the sockets live in the service
+// manager's file-descriptor store: `reconcile` takes a socket passed back
+// at start (`restored`) instead of making a new one, and a port whose
+// socket was stored keeps its socket file when portd stops, so the socket
+// systemd holds stays reachable at the same path.
+//
 // Invariants: the names are unique (a name declared twice is one port whose
 // check-in uids are the union); portd's descriptor is held by a SendRight
 // (which merely carries a descriptor) so that CHECKIN can put it in a reply
-// as is: sending passes a duplicate and portd keeps its own.
+// as is: sending passes a duplicate and portd keeps its own; every restored
+// socket handed to `reconcile` ends up either serving its port or closed
+// with its file removed.
 
 import PortCore
 
@@ -21,42 +29,52 @@ final class DeclaredPorts {
     struct Port {
         let name: PortName
         /// Who may check in: these uids, and members of these gids.
-        let checkInUIDs: Set<UInt32>
-        let checkInGIDs: Set<UInt32>
+        var checkInUIDs: Set<UInt32>
+        var checkInGIDs: Set<UInt32>
         /// Holds portd's listening descriptor.
         let listening: SendRight
+        /// The same descriptor, for the file-descriptor store (owned by `listening`).
+        let descriptor: Int32
         let file: PortSocketFile
+        /// When the port came to be served by this portd, Unix ms.
+        let sinceMilliseconds: UInt64
+        /// Whether the socket came back from the file-descriptor store.
+        let restored: Bool
+        /// Whether the service manager holds a copy (its file then outlives portd).
+        var stored = false
         /// Check-ins so far, and the last one's credentials.
         var checkIns = 0
         var lastCheckIn: Credentials?
     }
 
+    /// A listening socket passed back by the service manager, already
+    /// checked to be one of this directory's (PortDirectory.adopt).
+    struct Restored {
+        let fileDescriptor: Int32
+        let file: PortSocketFile
+    }
+
+    /// What `reconcile` did.
+    struct Changes: Equatable {
+        /// Ports created (or taken from the store), in name order.
+        var added: [PortName] = []
+        /// Of those, the ones whose socket came back from the store.
+        var restored: [PortName] = []
+        /// Ports no longer declared, closed and their files removed.
+        var removed: [PortName] = []
+        /// Ports whose check-in uids or gids changed.
+        var updated: [PortName] = []
+        /// Restored sockets of names not declared (any more): closed, files removed.
+        var discarded: [String] = []
+        /// Declared names not created because a client owns the name now.
+        var deferred: [PortName] = []
+    }
+
     private var ports: [PortName: Port] = [:]
     private let directory: PortDirectory
 
-    /// Creates the sockets of `declared` in `directory`. On failure the
-    /// sockets made so far are closed and their files removed.
-    init(_ declared: [NameServerSettings.DeclaredPort], in directory: PortDirectory) throws(SystemCallError) {
+    init(in directory: PortDirectory) {
         self.directory = directory
-        var uids: [PortName: Set<UInt32>] = [:]
-        var gids: [PortName: Set<UInt32>] = [:]
-        var order: [PortName] = []
-        for d in declared {
-            if uids[d.name] == nil { order.append(d.name) }
-            uids[d.name, default: []].formUnion(d.checkInUIDs)
-            gids[d.name, default: []].formUnion(d.checkInGIDs)
-        }
-        for name in order {
-            do {
-                let (fd, file) = try directory.makeListeningSocket(declared: true)
-                ports[name] = Port(
-                    name: name, checkInUIDs: uids[name]!, checkInGIDs: gids[name] ?? [],
-                    listening: SendRight(adopting: fd), file: file)
-            } catch {
-                close()
-                throw error
-            }
-        }
     }
 
     subscript(name: PortName) -> Port? { ports[name] }
@@ -66,19 +84,102 @@ final class DeclaredPorts {
     /// The declared ports in byte order of their names.
     var all: [Port] { ports.keys.sorted().map { ports[$0]! } }
 
+    /// Makes the ports match `declared`: new names get a socket (the one in
+    /// `restored` under that name if there is one, else a new one), names
+    /// no longer declared are closed and their files removed, check-in
+    /// rights are updated. A name for which `isOwned` is true is left out
+    /// (deferred). Restored sockets not used are closed and their files
+    /// removed. On a failure to make a socket, what was done so far stays
+    /// and the error is thrown; the restored sockets not yet used are closed.
+    @discardableResult
+    func reconcile(
+        _ declared: [NameServerSettings.DeclaredPort], restored: [String: Restored] = [:],
+        isOwned: (PortName) -> Bool = { _ in false }, now: UInt64
+    ) throws(SystemCallError) -> Changes {
+        var uids: [PortName: Set<UInt32>] = [:]
+        var gids: [PortName: Set<UInt32>] = [:]
+        for d in declared {
+            uids[d.name, default: []].formUnion(d.checkInUIDs)
+            gids[d.name, default: []].formUnion(d.checkInGIDs)
+        }
+        var changes = Changes()
+        var unused = restored
+        func discardUnused() {
+            for (name, r) in unused.sorted(by: { $0.key < $1.key }) {
+                LocalSocket.close(r.fileDescriptor)
+                directory.remove(r.file)
+                changes.discarded.append(name)
+            }
+            unused = [:]
+        }
+        for name in ports.keys.sorted() where uids[name] == nil {
+            close(ports.removeValue(forKey: name)!, keepingFile: false)
+            changes.removed.append(name)
+        }
+        for name in uids.keys.sorted() {
+            let u = uids[name]!
+            let g = gids[name] ?? []
+            if let port = ports[name] {
+                if port.checkInUIDs != u || port.checkInGIDs != g {
+                    ports[name]!.checkInUIDs = u
+                    ports[name]!.checkInGIDs = g
+                    changes.updated.append(name)
+                }
+                continue
+            }
+            if isOwned(name) {
+                changes.deferred.append(name)
+                continue
+            }
+            let fd: Int32
+            let file: PortSocketFile
+            let wasRestored: Bool
+            if let r = unused.removeValue(forKey: name.value) {
+                (fd, file, wasRestored) = (r.fileDescriptor, r.file, true)
+            } else {
+                do {
+                    (fd, file) = try directory.makeListeningSocket(declared: true)
+                } catch {
+                    discardUnused()
+                    throw error
+                }
+                wasRestored = false
+            }
+            ports[name] = Port(
+                name: name, checkInUIDs: u, checkInGIDs: g, listening: SendRight(adopting: fd), descriptor: fd,
+                file: file, sinceMilliseconds: now, restored: wasRestored)
+            changes.added.append(name)
+            if wasRestored { changes.restored.append(name) }
+        }
+        discardUnused()
+        return changes
+    }
+
+    /// Notes that the service manager holds a copy of `name`'s socket.
+    func markStored(_ name: PortName) {
+        ports[name]?.stored = true
+    }
+
     /// Counts a check-in.
     func recordCheckIn(_ name: PortName, by who: Credentials) {
         ports[name]?.checkIns += 1
         ports[name]?.lastCheckIn = who
     }
 
-    /// Closes portd's descriptors and removes the files (at shutdown; a
-    /// service that checked in keeps its copy until it exits).
+    /// Closes portd's descriptors (at shutdown; a service that checked in
+    /// keeps its copy until it exits). The file of a port whose socket the
+    /// service manager holds stays, so that the socket passed back at the
+    /// next start is reachable at the same path; the others are removed.
     func close() {
-        for port in ports.values {
-            port.listening.invalidate()
-            directory.remove(port.file)
-        }
+        for port in ports.values { close(port, keepingFile: port.stored) }
         ports.removeAll()
+    }
+
+    /// Whether any port's file is kept at shutdown.
+    var keepsFiles: Bool { ports.values.contains { $0.stored } }
+
+    private func close(_ port: Port, keepingFile: Bool) {
+        port.listening.invalidate()
+        if !keepingFile { directory.remove(port.file) }
     }
 }

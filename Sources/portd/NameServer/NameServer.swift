@@ -37,7 +37,7 @@ final class NameServer {
         var refusals = 0
     }
 
-    /// Replaced by `reconfigure` (SIGHUP); declared ports stay as created.
+    /// Replaced by `reconfigure` (SIGHUP).
     private var settings: NameServerSettings
     private let logger: Logger
     private let loop: PCRunLoop
@@ -45,6 +45,7 @@ final class NameServer {
     private let port: PCPort
     private let directory: PortDirectory
     private let declared: DeclaredPorts
+    private let store: DeclaredPortStore?
     private let startedAt: MonotonicInstant
     /// When serving began, Unix ms ("since" of the declared ports).
     private let startedAtWall = WallClock.unixMilliseconds()
@@ -66,10 +67,13 @@ final class NameServer {
 
     /// Serves the listening control socket `controlDescriptor` (taking
     /// ownership) on `loop` in `mode` once `start()` is called. Creates
-    /// the declared ports.
+    /// the declared ports, taking the sockets in `restored` (passed back by
+    /// the service manager, by port name) for theirs, and hands each to
+    /// `store`.
     init(
         controlDescriptor: Int32, directory: PortDirectory, settings: NameServerSettings, logger: Logger,
-        loop: PCRunLoop, mode: PCRunLoop.Mode = .default, startedAt: MonotonicInstant = .now()
+        loop: PCRunLoop, mode: PCRunLoop.Mode = .default, startedAt: MonotonicInstant = .now(),
+        restored: [String: DeclaredPorts.Restored] = [:], store: DeclaredPortStore? = nil
     ) throws(SystemCallError) {
         self.settings = settings
         self.logger = logger
@@ -80,10 +84,17 @@ final class NameServer {
         self.registry = NameRegistry(limits: settings.limits)
         self.port = try PCPort(
             adoptingListeningDescriptor: controlDescriptor, limits: Self.controlPortLimits, logger: logger)
-        self.declared = try DeclaredPorts(settings.declaredPorts, in: directory)
-        for d in declared.all {
-            logger.info("declared port \(d.name) at \(d.file.path)", metadata: ["name": "\(d.name)"])
+        self.store = store
+        self.declared = DeclaredPorts(in: directory)
+        let changes: DeclaredPorts.Changes
+        do throws(SystemCallError) {
+            changes = try declared.reconcile(settings.declaredPorts, restored: restored, now: startedAtWall)
+        } catch {
+            declared.close()
+            port.invalidate()
+            throw error
         }
+        applyToStore(changes)
     }
 
     /// Starts serving: the control port joins the loop.
@@ -109,21 +120,62 @@ final class NameServer {
     }
 
     /// Applies a reloaded configuration: policy and limits take effect for
-    /// the next request; names already owned stay. Declared ports are
-    /// created at start only: a change to them is reported and needs a
-    /// restart. Returns the declared names that differ.
-    func reconfigure(_ new: NameServerSettings) -> [PortName] {
-        var changed = Set(new.declaredPorts.map(\.name)).symmetricDifference(Set(declared.all.map(\.name)))
-        for d in new.declaredPorts {
-            if let p = declared[d.name], p.checkInUIDs != d.checkInUIDs || p.checkInGIDs != d.checkInGIDs {
-                changed.insert(d.name)
+    /// the next request; names already owned stay. Declared ports follow
+    /// the new list: new ones are created (and stored), removed ones closed
+    /// (with whatever waits in them), changed check-in rights apply to the
+    /// next CHECKIN. A newly declared name that a client owns now is not
+    /// created (logged; the next reload or start tries again).
+    func reconfigure(_ new: NameServerSettings) {
+        settings = new
+        registry.limits = new.limits
+        do {
+            let changes = try declared.reconcile(
+                new.declaredPorts, isOwned: { registry.owner(of: $0) != nil }, now: WallClock.unixMilliseconds())
+            applyToStore(changes)
+        } catch {
+            logger.error("cannot create a declared port: \(error)")
+        }
+    }
+
+    /// Logs what `reconcile` did and tells the store: new sockets are
+    /// stored, removed ports' copies dropped.
+    private func applyToStore(_ changes: DeclaredPorts.Changes) {
+        for name in changes.added {
+            guard let d = declared[name] else { continue }
+            let how = changes.restored.contains(name) ? " (socket restored from the file-descriptor store)" : ""
+            logger.info("declared port \(name) at \(d.file.path)\(how)", metadata: ["name": "\(name)"])
+            guard let store else { continue }
+            do {
+                if try store.store(declaredPort: name.value, fileDescriptor: d.descriptor) { declared.markStored(name) }
+            } catch {
+                logger.warning(
+                    "cannot hand the socket of \(name) to the file-descriptor store; messages waiting in it are lost if portd restarts: \(error)",
+                    metadata: ["name": "\(name)"])
             }
         }
-        var kept = new
-        kept.declaredPorts = settings.declaredPorts
-        settings = kept
-        registry.limits = new.limits
-        return changed.sorted()
+        for name in changes.updated {
+            logger.info("declared port \(name): check-in rights changed", metadata: ["name": "\(name)"])
+        }
+        for name in changes.removed {
+            logger.notice("declared port \(name) is no longer declared; closed it", metadata: ["name": "\(name)"])
+        }
+        for name in changes.discarded {
+            logger.notice(
+                "closed the stored socket of \(name): no such declared port (any more)", metadata: ["name": "\(name)"])
+        }
+        for name in changes.deferred {
+            logger.warning(
+                "declared port \(name) not created: a client owns the name; it is created at the next reload or start after the name is released",
+                metadata: ["name": "\(name)"])
+        }
+        guard let store else { return }
+        for name in changes.removed.map(\.value) + changes.discarded {
+            do {
+                try store.remove(declaredPort: name)
+            } catch {
+                logger.warning("cannot drop \(name) from the file-descriptor store: \(error)", metadata: ["name": "\(name)"])
+            }
+        }
     }
 
     /// The counts for the service manager's STATUS=.
@@ -360,7 +412,7 @@ final class NameServer {
                 (entry.name, "\(entry.name)\t\(o.credentials.pid)\t\(o.credentials.uid)\t\(o.sinceMilliseconds)\t\(entry.queued)"))
         }
         for d in declared.all where c.may(settings.mayLookUp, d.name) {
-            lines.append((d.name, "\(d.name)\t\(ownPID)\t\(ownUID)\t\(startedAtWall)\t0"))
+            lines.append((d.name, "\(d.name)\t\(ownPID)\t\(ownUID)\t\(d.sinceMilliseconds)\t0"))
         }
         lines.sort { $0.0 < $1.0 }
         let words = ["ok"] + lines.map(\.1)
@@ -376,8 +428,8 @@ final class NameServer {
         guard c.may(settings.mayLookUp, name) else {
             return refuse(c, .denied, "uid \(c.sender.uid) may not look up \(name)")
         }
-        if declared[name] != nil {
-            return NameServerReply.words(c.msgid, "ok", "pid=\(ownPID)", "uid=\(ownUID)", "since_ms=\(startedAtWall)")
+        if let d = declared[name] {
+            return NameServerReply.words(c.msgid, "ok", "pid=\(ownPID)", "uid=\(ownUID)", "since_ms=\(d.sinceMilliseconds)")
         }
         guard let owner = registry.owner(of: name) else {
             return NameServerReply.error(c.msgid, .notFound, "no port is registered as \(name)")

@@ -14,7 +14,10 @@
 //   - a file is removed only if the entry at its path is still the one
 //     portd bound (same device and inode);
 //   - at start, socket files left by a portd that died are removed (this
-//     portd owns the control socket, so no other portd uses the directory);
+//     portd owns the control socket, so no other portd uses the directory),
+//     except those of declared ports whose sockets the service manager
+//     passed back (`keeping`), which are adopted as they are; new files
+//     are numbered past every kept one;
 //   - every socket is CLOEXEC|NONBLOCK and has SO_PASSCRED before anyone
 //     can connect, so even records queued before the owner accepts carry
 //     their sender's credentials.
@@ -33,6 +36,8 @@ final class PortDirectory {
         case notPrivate(path: String, reason: String)
         case pathTooLong(path: String)
         case system(SystemCallError)
+        /// A socket passed back at start that is not one of this directory's.
+        case notAdoptable(fd: Int32, reason: String)
 
         var description: String {
             switch self {
@@ -42,6 +47,8 @@ final class PortDirectory {
                 "the port directory \(path) is too long for socket paths inside it (\(UnixSocketAddress.maxNameBytes) bytes at most); use a shorter control socket path"
             case .system(let error):
                 "cannot prepare the port directory: \(error)"
+            case .notAdoptable(let fd, let reason):
+                "descriptor \(fd) passed back by the service manager is not a port socket of this portd: \(reason)"
             }
         }
     }
@@ -72,9 +79,12 @@ final class PortDirectory {
     }
 
     /// Creates the directory (0700) or checks the one that is there, and
-    /// removes socket files left in it. Returns the directory and how many
-    /// stale files it removed.
-    static func prepare(path: String, userID: UInt32) throws(Problem) -> (PortDirectory, removedStale: Int) {
+    /// removes socket files left in it, except the file names in `keeping`
+    /// (sockets passed back by the service manager, see `adopt`). Returns
+    /// the directory and how many stale files it removed.
+    static func prepare(
+        path: String, userID: UInt32, keeping: Set<String> = []
+    ) throws(Problem) -> (PortDirectory, removedStale: Int) {
         if path.utf8.count + 1 + longestFileName > UnixSocketAddress.maxNameBytes { throw .pathTooLong(path: path) }
         do {
             if try FileSystem.makeDirectory(path, permissions: 0o700) {
@@ -85,7 +95,11 @@ final class PortDirectory {
             }
             if let reason = problem(with: status, userID: userID) { throw Problem.notPrivate(path: path, reason: reason) }
             var removed = 0
-            for name in try FileSystem.entries(ofDirectory: path) ?? [] {
+            let directory = PortDirectory(path: path)
+            for name in keeping {
+                if let n = fileNumber(name) { directory.sequence = max(directory.sequence, n) }
+            }
+            for name in try FileSystem.entries(ofDirectory: path) ?? [] where !keeping.contains(name) {
                 // Only sockets nobody listens on are stale; a live one means
                 // another daemon serves this directory, and portd must not
                 // take its names.
@@ -98,7 +112,7 @@ final class PortDirectory {
                 case .absent, .notASocket: continue
                 }
             }
-            return (PortDirectory(path: path), removed)
+            return (directory, removed)
         } catch let problem as Problem {
             throw problem
         } catch let error as SystemCallError {
@@ -106,6 +120,52 @@ final class PortDirectory {
         } catch {
             preconditionFailure("unexpected \(error)")
         }
+    }
+
+    /// The number in a file name portd makes ("p12", "d3"), or nil.
+    static func fileNumber(_ name: String) -> UInt64? {
+        guard let first = name.first, first == "p" || first == "d" else { return nil }
+        return UInt64(name.dropFirst())
+    }
+
+    /// The file name of a declared port's socket that `fd` is bound to,
+    /// if it is a listening socket of this directory: the check before
+    /// `prepare(keeping:)` and `adopt`. Throws why not.
+    static func declaredFileName(of fd: Int32, inDirectory path: String) throws(Problem) -> String {
+        let bound: String?
+        do {
+            bound = try UnixSocket.boundPath(fd)
+        } catch {
+            throw .notAdoptable(fd: fd, reason: "\(error)")
+        }
+        guard let bound else { throw .notAdoptable(fd: fd, reason: "it is not bound to a path") }
+        let prefix = path + "/"
+        guard bound.hasPrefix(prefix) else {
+            throw .notAdoptable(fd: fd, reason: "it is bound to \(bound), outside \(path)")
+        }
+        let name = String(bound.dropFirst(prefix.count))
+        guard name.first == "d", fileNumber(name) != nil else {
+            throw .notAdoptable(fd: fd, reason: "\(bound) is not a declared port's socket file")
+        }
+        return name
+    }
+
+    /// The socket file of a declared port's socket passed back at start
+    /// (named by `declaredFileName(of:inDirectory:)` and kept by `prepare`).
+    /// Throws when the file is gone or is not a socket: the socket would
+    /// be unreachable.
+    func adopt(fileName name: String, fd: Int32) throws(Problem) -> PortSocketFile {
+        let filePath = "\(path)/\(name)"
+        let entry: FileStatus?
+        do {
+            entry = try FileSystem.status(ofPath: filePath)
+        } catch {
+            throw .notAdoptable(fd: fd, reason: "\(error)")
+        }
+        guard let entry, entry.kind == .socket else {
+            throw .notAdoptable(fd: fd, reason: "its file \(filePath) is gone")
+        }
+        return PortSocketFile(path: filePath, entry: entry)
     }
 
     /// What is wrong with a would-be private directory, or nil. Pure; the

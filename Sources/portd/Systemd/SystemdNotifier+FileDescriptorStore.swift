@@ -30,3 +30,14 @@ extension SystemdNotifier {
         try send(["FDSTOREREMOVE=1", "FDNAME=\(ListenFDs.fileDescriptorName(forDeclaredPort: name))"])
     }
 }
+
+/// The name server's store of declared ports, under systemd.
+extension SystemdNotifier: DeclaredPortStore {
+    func store(declaredPort name: String, fileDescriptor: Int32) throws(SystemCallError) -> Bool {
+        try storeDeclaredPort(named: name, fileDescriptor: fileDescriptor)
+    }
+
+    func remove(declaredPort name: String) throws(SystemCallError) {
+        try removeStoredDeclaredPort(named: name)
+    }
+}
