@@ -13,7 +13,14 @@ extension NameServerSettings {
             guard let name = try? PortName(validating: d.name) else { return nil }  // validated at load time
             // Without CheckInUser=/CheckInGroup= only portd's own uid may check in (portd.conf(5)).
             let uids = d.checkInUIDs.isEmpty && d.checkInGIDs.isEmpty ? [daemonUID] : d.checkInUIDs
-            return DeclaredPort(name: name, checkInUIDs: Set(uids), checkInGIDs: Set(d.checkInGIDs))
+            let activation: PortActivator.Starter? =
+                switch d.activation {
+                case .none: nil
+                case .command(let command): .command(command)
+                case .unit(let unit): .unit(unit)
+                }
+            return DeclaredPort(
+                name: name, checkInUIDs: Set(uids), checkInGIDs: Set(d.checkInGIDs), activation: activation)
         }
         mayRegister = { name, uid, gids in c.registerDecision(name: name.description, uid: uid, gids: gids).allowed }
         mayLookUp = { name, uid, gids in c.lookUpDecision(name: name.description, uid: uid, gids: gids).allowed }

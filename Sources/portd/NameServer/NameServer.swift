@@ -46,6 +46,7 @@ final class NameServer {
     private let directory: PortDirectory
     private let declared: DeclaredPorts
     private let store: DeclaredPortStore?
+    private let activator: PortActivator
     private let startedAt: MonotonicInstant
     /// When serving began, Unix ms ("since" of the declared ports).
     private let startedAtWall = WallClock.unixMilliseconds()
@@ -85,6 +86,10 @@ final class NameServer {
         self.port = try PCPort(
             adoptingListeningDescriptor: controlDescriptor, limits: Self.controlPortLimits, logger: logger)
         self.store = store
+        self.activator = PortActivator(
+            loop: loop, mode: mode, logger: logger,
+            controlSocketPath: (try? UnixSocket.boundPath(controlDescriptor)).flatMap { $0 } ?? "",
+            userInstance: settings.onlyUID != nil)
         self.declared = DeclaredPorts(in: directory)
         let changes: DeclaredPorts.Changes
         do throws(SystemCallError) {
@@ -102,11 +107,26 @@ final class NameServer {
         port.setHandler { [unowned self] message in self.handle(message) }
         port.onDisconnect { [unowned self] client in self.clientGone(client) }
         try port.schedule(in: loop, forMode: mode)
+        configureActivation()
     }
+
+    /// Hands the declared ports with Exec= or Unit= to the activator.
+    private func configureActivation() {
+        var ports: [PortName: (descriptor: Int32, starter: PortActivator.Starter)] = [:]
+        for d in settings.declaredPorts {
+            guard let starter = d.activation, let port = declared[d.name] else { continue }
+            ports[d.name] = (port.descriptor, starter)
+        }
+        activator.configure(ports)
+    }
+
+    /// How many times the service of the declared port `name` was started (tests).
+    func activations(of name: PortName) -> Int { activator.starts(of: name) }
 
     /// Stops serving: closes every connection and the control socket,
     /// removes every socket file portd made. Idempotent.
     func stop() {
+        activator.stop()
         port.invalidate()
         deadlineTimer?.timer.invalidate()
         deadlineTimer = nil
@@ -135,6 +155,7 @@ final class NameServer {
         } catch {
             logger.error("cannot create a declared port: \(error)")
         }
+        if port.isValid { configureActivation() }
     }
 
     /// Logs what `reconcile` did and tells the store: new sockets are
@@ -447,6 +468,7 @@ final class NameServer {
             return refuse(c, .denied, "uid \(c.sender.uid) may not check in for \(name)")
         }
         declared.recordCheckIn(name, by: c.sender)
+        activator.checkedIn(name, by: c.client)
         logger.info("service checked in for \(name) (check-in \(port.checkIns + 1))", metadata: c.who)
         return NameServerReply.make(c.msgid, [.text("checked-in"), .port(port.listening)])
     }
@@ -563,6 +585,7 @@ final class NameServer {
     // MARK: - Clients that go, lookups that expire
 
     private func clientGone(_ client: ClientID) {
+        activator.clientGone(client)
         let removal = registry.removeClient(client, now: WallClock.unixMilliseconds())
         for ticket in removal.queuedTickets { acquirePorts[ticket] = nil }
         for id in removal.watches { watchers[id] = nil }

@@ -20,6 +20,8 @@ struct NameServerSettings: Sendable {
         let checkInUIDs: Set<UInt32>
         /// The gids whose members may check in.
         var checkInGIDs: Set<UInt32> = []
+        /// How its service is started on demand (Exec=, Unit=), if at all.
+        var activation: PortActivator.Starter? = nil
     }
 
     /// A decision on one name for one client: uid and its groups (the

@@ -7,6 +7,11 @@
   name_client.py checkin-receive SOCKET NAME N
         CHECKIN NAME (a declared port); accept connections on the listening socket
         it gets and print the first component of each of N messages on stdout; exit 0.
+  name_client.py activated
+        a service started by portd for a declared port (Exec=): take the listening
+        socket from LISTEN_FDS (descriptor 3, LISTEN_PID must be this process),
+        accept one connection, print "NAME: FIRST-COMPONENT" for its first
+        message and whether PORTD_SOCKET is set; exit 0.
   name_client.py as-uid UID SOCKET
         drop to UID (and gid UID), send STATUS, print the reply's components on stdout.
 """
@@ -75,6 +80,18 @@ def main():
                     break
                 print(decode(record)[1][0], flush=True)
                 remaining -= 1
+        return 0
+    if verb == "activated":
+        if os.environ.get("LISTEN_PID") != str(os.getpid()) or os.environ.get("LISTEN_FDS") != "1":
+            print("bad LISTEN_PID/LISTEN_FDS", flush=True)
+            return 1
+        listening = socket.socket(fileno=3)
+        listening.setblocking(True)
+        conn, _ = listening.accept()
+        record = conn.recv(65536)
+        name = os.environ.get("LISTEN_FDNAMES")
+        has_socket = "PORTD_SOCKET set" if os.environ.get("PORTD_SOCKET") else "no PORTD_SOCKET"
+        print(f"{name}: {decode(record)[1][0]} ({has_socket})", flush=True)
         return 0
     if verb == "as-uid":
         uid = int(sys.argv[2])

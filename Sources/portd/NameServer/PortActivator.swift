@@ -1,0 +1,260 @@
+// PortActivator: launchd's on-demand start for declared ports with Exec= or
+// Unit= (portd.conf(5)). While a port has no service, portd watches its
+// listening socket (readable = a connection waits to be accepted); the
+// first waiting connection starts the service:
+//   - Exec=: portd runs the command itself, with the port's listening socket
+//     as descriptor 3 the way socket activation passes it (LISTEN_FDS=1,
+//     LISTEN_FDNAMES=NAME, LISTEN_PID = the command's pid, through a
+//     `/bin/sh -c 'export LISTEN_PID=$$; exec "$0" "$@"'` wrapper, as
+//     `portctl register` does) and PORTD_SOCKET, so it may also CHECKIN;
+//     its exit is seen through a pidfd on the run loop, and reaped there.
+//   - Unit=: portd runs `systemctl start --no-block UNIT` (`--user` for
+//     the per-user instance; systemctl found in PATH) and waits for the
+//     unit's service to check in.
+// A port has a service while a command portd started runs, while a client
+// connection that checked in for it stays open, or, for Unit=, until the
+// unit checks in or `checkInWait` passes. Only without one is the socket
+// watched, so a running service's own backlog never starts a second copy.
+// Starts are at least `throttle` apart: a service that exits at once is
+// started again no sooner (launchd's ThrottleInterval), and a waiting
+// connection left when the service is gone starts it again.
+//
+// Invariants: everything runs on the name server's loop thread; a port's
+// watch, child and timers go when the port stops being declared (a child
+// still running is watched until it exits, so it is always reaped);
+// failures to start are logged and retried after `throttle`, never fatal.
+
+import Glibc
+import Logging
+import PortCore
+
+final class PortActivator {
+    /// How a declared port's service is started.
+    enum Starter: Equatable {
+        /// Exec=: the program (absolute path) and its arguments.
+        case command([String])
+        /// Unit=: a unit of the service manager.
+        case unit(String)
+    }
+
+    /// The shortest time between two starts of one port's service.
+    static let throttle: Duration = .seconds(1)
+    /// How long a unit started for a port may take to check in before a
+    /// waiting connection may start it again.
+    static let checkInWait: Duration = .seconds(30)
+
+    private struct Child {
+        let pid: Int32
+        let exit: PortSource
+    }
+
+    private struct Entry {
+        var starter: Starter
+        /// portd's listening descriptor (owned by DeclaredPorts).
+        let descriptor: Int32
+        var watch: PortSource?
+        var child: Child?
+        /// Control connections that checked in for the port and are open.
+        var checkedIn: Set<ClientID> = []
+        /// Until when a started unit counts as the service (Unit= only).
+        var awaitingCheckInUntil: MonotonicInstant?
+        var lastStart: MonotonicInstant?
+        var timer: PCTimer?
+        var starts = 0
+    }
+
+    private var entries: [PortName: Entry] = [:]
+    /// Children of ports no longer declared, reaped when they exit.
+    private var orphans: [Int32: PortSource] = [:]
+    private let loop: PCRunLoop
+    private let mode: PCRunLoop.Mode
+    private let logger: Logger
+    private let controlSocketPath: String
+    private let userInstance: Bool
+
+    init(loop: PCRunLoop, mode: PCRunLoop.Mode, logger: Logger, controlSocketPath: String, userInstance: Bool) {
+        self.loop = loop
+        self.mode = mode
+        self.logger = logger
+        self.controlSocketPath = controlSocketPath
+        self.userInstance = userInstance
+    }
+
+    /// How many times `name`'s service was started.
+    func starts(of name: PortName) -> Int { entries[name]?.starts ?? 0 }
+
+    /// Follows the declared ports: `ports` maps each port with Exec= or
+    /// Unit= to its listening descriptor and starter. Ports not listed stop
+    /// being watched.
+    func configure(_ ports: [PortName: (descriptor: Int32, starter: Starter)]) {
+        for name in entries.keys where ports[name] == nil || ports[name]!.descriptor != entries[name]!.descriptor {
+            drop(name)
+        }
+        for (name, port) in ports.sorted(by: { $0.key < $1.key }) {
+            if entries[name] == nil {
+                entries[name] = Entry(starter: port.starter, descriptor: port.descriptor)
+            } else {
+                entries[name]!.starter = port.starter
+            }
+            evaluate(name)
+        }
+    }
+
+    /// A client connection checked in for `name`.
+    func checkedIn(_ name: PortName, by client: ClientID) {
+        guard entries[name] != nil else { return }
+        entries[name]!.checkedIn.insert(client)
+        entries[name]!.awaitingCheckInUntil = nil
+        evaluate(name)
+    }
+
+    /// A client connection closed.
+    func clientGone(_ client: ClientID) {
+        for name in entries.keys where entries[name]!.checkedIn.contains(client) {
+            entries[name]!.checkedIn.remove(client)
+            evaluate(name)
+        }
+    }
+
+    /// Stops watching everything (portd stops). Services it started keep
+    /// running; under systemd they belong to portd's unit.
+    func stop() {
+        for name in entries.keys { drop(name) }
+        for (_, exit) in orphans { exit.invalidate() }
+        orphans.removeAll()
+    }
+
+    // MARK: - The state of one port
+
+    private func hasService(_ e: Entry, now: MonotonicInstant) -> Bool {
+        if e.child != nil || !e.checkedIn.isEmpty { return true }
+        if let until = e.awaitingCheckInUntil, now < until { return true }
+        return false
+    }
+
+    /// Watches the socket when the port has no service and may start one;
+    /// otherwise stops watching (and arms a timer for when that changes by
+    /// itself: the throttle or the check-in wait ending).
+    private func evaluate(_ name: PortName) {
+        guard var e = entries[name] else { return }
+        let now = loop.clock.now()
+        e.timer?.invalidate()
+        e.timer = nil
+        var wakeAt: MonotonicInstant?
+        if hasService(e, now: now) {
+            if e.child == nil, e.checkedIn.isEmpty { wakeAt = e.awaitingCheckInUntil }
+        } else if let last = e.lastStart, now < last + Self.throttle {
+            wakeAt = last + Self.throttle
+        } else {
+            e.awaitingCheckInUntil = nil
+            if e.watch == nil { e.watch = startWatching(name, descriptor: e.descriptor) }
+            entries[name] = e
+            return
+        }
+        e.watch?.invalidate()
+        e.watch = nil
+        if let wakeAt {
+            let timer = PCTimer(fireAt: wakeAt) { [unowned self] _ in
+                self.entries[name]?.timer = nil
+                self.evaluate(name)
+            }
+            loop.add(timer, forMode: mode)
+            e.timer = timer
+        }
+        entries[name] = e
+    }
+
+    private func startWatching(_ name: PortName, descriptor: Int32) -> PortSource? {
+        let source = PortSource(fileDescriptor: descriptor, closesOnInvalidate: false) { [unowned self] _ in
+            self.connectionWaits(name)
+        }
+        do {
+            try loop.add(source, forMode: mode)
+            return source
+        } catch {
+            logger.error("cannot watch declared port \(name) for activation: \(error)", metadata: ["name": "\(name)"])
+            return nil
+        }
+    }
+
+    /// A connection waits on a port without a service: start it.
+    private func connectionWaits(_ name: PortName) {
+        guard var e = entries[name] else { return }
+        e.watch?.invalidate()
+        e.watch = nil
+        e.lastStart = loop.clock.now()
+        e.starts += 1
+        let meta: Logger.Metadata = ["name": "\(name)"]
+        do {
+            switch e.starter {
+            case .command(let command):
+                let pid = try start(command, listening: e.descriptor, name: name)
+                e.child = try watchExit(of: pid, name: name)
+                logger.info("started \(command[0]) (pid \(pid)) for declared port \(name)", metadata: meta)
+            case .unit(let unit):
+                let systemctl = ["systemctl"] + (userInstance ? ["--user"] : []) + ["start", "--no-block", unit]
+                let pid = try start(systemctl, listening: nil, name: name)
+                e.child = try watchExit(of: pid, name: name)
+                e.awaitingCheckInUntil = loop.clock.now() + Self.checkInWait
+                logger.info("asked the service manager to start \(unit) for declared port \(name)", metadata: meta)
+            }
+        } catch {
+            logger.error("cannot start the service of declared port \(name): \(error)", metadata: meta)
+        }
+        entries[name] = e
+        evaluate(name)
+    }
+
+    /// Spawns `command`; with `listening`, passed as descriptor 3 the way
+    /// socket activation does.
+    private func start(_ command: [String], listening: Int32?, name: PortName) throws(SystemCallError) -> Int32 {
+        let inherited = Spawn.currentEnvironment.filter { variable in
+            !["LISTEN_", "NOTIFY_SOCKET=", "WATCHDOG_", "PORTD_SOCKET="].contains { variable.hasPrefix($0) }
+        }
+        var environment = inherited + ["PORTD_SOCKET=\(controlSocketPath)", "PORTD_PORT_NAME=\(name)"]
+        guard let listening else { return try Spawn.start(command, environment: environment) }
+        environment += ["LISTEN_FDS=1", "LISTEN_FDNAMES=\(name)"]
+        return try Spawn.start(
+            ["/bin/sh", "-c", "export LISTEN_PID=$$; exec \"$0\" \"$@\""] + command, environment: environment,
+            descriptors: [3: listening])
+    }
+
+    private func watchExit(of pid: Int32, name: PortName) throws(SystemCallError) -> Child {
+        let descriptor = try Spawn.exitDescriptor(pid)
+        let source = PortSource(fileDescriptor: descriptor, closesOnInvalidate: true) { [unowned self] source in
+            source.invalidate()
+            self.childExited(pid, name: name)
+        }
+        do {
+            try loop.add(source, forMode: mode)
+        } catch {
+            Descriptor.close(descriptor)
+            throw SystemCallError(call: "epoll_ctl(pidfd)", errno: .init(rawValue: EINVAL))
+        }
+        return Child(pid: pid, exit: source)
+    }
+
+    private func childExited(_ pid: Int32, name: PortName) {
+        let how = (try? Spawn.wait(pid)).flatMap { $0 }.map(\.description) ?? "ended"
+        if orphans.removeValue(forKey: pid) != nil { return }
+        guard entries[name]?.child?.pid == pid else { return }
+        entries[name]!.child = nil
+        let meta: Logger.Metadata = ["name": "\(name)", "pid": "\(pid)"]
+        if case .unit = entries[name]!.starter {
+            if how != "exited with status 0" {
+                logger.error("systemctl for declared port \(name) \(how)", metadata: meta)
+                entries[name]!.awaitingCheckInUntil = nil
+            }
+        } else {
+            logger.info("the service of declared port \(name) (pid \(pid)) \(how)", metadata: meta)
+        }
+        evaluate(name)
+    }
+
+    private func drop(_ name: PortName) {
+        guard let e = entries.removeValue(forKey: name) else { return }
+        e.watch?.invalidate()
+        e.timer?.invalidate()
+        if let child = e.child { orphans[child.pid] = child.exit }
+    }
+}
