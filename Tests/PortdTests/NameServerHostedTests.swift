@@ -137,6 +137,28 @@ private func name(_ s: String) -> PortName { try! PortName(validating: s) }
         #expect(host.log.all.filter { $0.contains("refused") }.count == 5)
     }
 
+    @Test(.enabled(if: getuid() == 0, "needs root to run a client as another uid with other groups"))
+    func supplementaryGroupsCountInPolicyAndCheckIn() throws {
+        // uid 65534 with primary gid 65534; group 4242 may register, group
+        // 4243 may check in: only as a supplementary group (SO_PEERGROUPS).
+        var settings = NameServerSettings(onlyUID: nil)
+        settings.mayRegister = { _, _, gids in gids.contains(4242) }
+        settings.declaredPorts = [.init(name: name("svc.grouped"), checkInUIDs: [], checkInGIDs: [4243])]
+        let host = try HostedNameServer(settings)
+        defer { host.stop() }
+        chmod(host.directory.path, 0o711)
+        chmod(host.socketPath, 0o777)
+        func run(_ groups: String, _ request: String, _ portName: String) throws -> String {
+            let child = try NameServerFixture.start(["as-user", "65534", groups, host.socketPath, request, portName])
+            #expect(try child.waitForExit() == 0, "\(child.standardError)")
+            return child.standardOutput
+        }
+        #expect(try run("-", "register", "svc.a") == "denied\n")
+        #expect(try run("4242", "register", "svc.a") == "registered\n")
+        #expect(try run("-", "checkin", "svc.grouped") == "denied\n")
+        #expect(try run("100,4243", "checkin", "svc.grouped") == "checked-in\n")
+    }
+
     @Test func anInstanceOfAnotherUIDRefusesEverything() throws {
         let host = try HostedNameServer(NameServerSettings(onlyUID: getuid() &+ 1))
         defer { host.stop() }

@@ -36,6 +36,7 @@ typedef struct port_ucred {
 #define PORT_SCM_CREDENTIALS 0x02 /* SCM_CREDENTIALS, unix(7) */
 #define PORT_SO_PASSCRED 16       /* SO_PASSCRED, socket(7) */
 #define PORT_SO_PEERCRED 17       /* SO_PEERCRED, socket(7) */
+#define PORT_SO_PEERGROUPS 59     /* SO_PEERGROUPS, socket(7), Linux 4.13 */
 
 /* memfd_create(2) flags and file seals (fcntl(2), "File Sealing"): defined by
  * glibc only under _GNU_SOURCE. port_system.c checks these against the real

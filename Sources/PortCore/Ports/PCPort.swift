@@ -45,6 +45,7 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     private weak var delegate: PCPortDelegate?
     private var errorHandler: ((PortError) -> Void)?
     private var connections: [Int32: PortSource] = [:]  // by descriptor
+    private var connectionDescriptors: [UInt64: Int32] = [:]  // by connection id
     private var listener: PortSource?
     private var scheduled: [(loop: PCRunLoop, mode: PCRunLoop.Mode)] = []
     private var valid = true
@@ -144,6 +145,7 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
         let targets: [(PCRunLoop, PCRunLoop.Mode)]? = lock.withLock {
             guard valid else { return nil }
             connections[connection.fd] = source
+            connectionDescriptors[id] = connection.fd
             return scheduled.map { ($0.loop, $0.mode) }
         }
         guard let targets else {
@@ -154,6 +156,7 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
             do {
                 try loop.add(source, forMode: mode)
             } catch {
+                lock.withLock { connectionDescriptors[id] = nil }
                 dropConnection(source)
                 throw .system(error)
             }
@@ -163,6 +166,7 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     private func dropConnection(_ source: PortSource, id: UInt64? = nil) {
         let (h, resume): (((UInt64) -> Void)?, (PortSource, [(PCRunLoop, PCRunLoop.Mode)])?) = lock.withLock {
             if connections[source.fileDescriptor] === source { connections[source.fileDescriptor] = nil }
+            if let id { connectionDescriptors[id] = nil }
             var resume: (PortSource, [(PCRunLoop, PCRunLoop.Mode)])?
             if acceptPaused, valid, let l = listener {
                 acceptPaused = false
@@ -181,6 +185,18 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
             }
         }
         if let id { h?(id) }
+    }
+
+    /// The supplementary groups of the process that made connection `id`
+    /// (the `connectionID` of its messages), as of connect time; nil when
+    /// that connection is gone. Costs one system call: ask once per
+    /// connection. See `UnixSocket.peerGroups`.
+    public func peerGroups(ofConnection id: UInt64) throws(SystemCallError) -> [UInt32]? {
+        // Under the lock the descriptor is still in the map, so not closed yet.
+        try lock.withLock { () throws(SystemCallError) -> [UInt32]? in
+            guard let fd = connectionDescriptors[id] else { return nil }
+            return try UnixSocket.peerGroups(fd)
+        }
     }
 
     // MARK: Scheduling
@@ -237,6 +253,7 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
             let lonely = listener == nil ? listeningFD : nil
             if let l = listener { all.append(l) }
             connections.removeAll()
+            connectionDescriptors.removeAll()
             listener = nil
             scheduled.removeAll()
             let h = invalidationHandlers

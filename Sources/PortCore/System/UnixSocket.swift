@@ -131,6 +131,26 @@ public enum UnixSocket {
         return Credentials(cred)
     }
 
+    /// The supplementary groups of the process that connected this socket,
+    /// as of connect time (the companion of `peerCredentials`, which
+    /// carries the primary gid). The corresponding C function is
+    /// `getsockopt(SO_PEERGROUPS)`; ERANGE (more groups than room) is
+    /// answered with a bigger buffer.
+    public static func peerGroups(_ fd: Int32) throws(SystemCallError) -> [UInt32] {
+        var groups = [gid_t](repeating: 0, count: 32)
+        while true {
+            var len = socklen_t(groups.count * MemoryLayout<gid_t>.size)
+            do {
+                _ = try SystemCall.must("getsockopt(SO_PEERGROUPS)") {
+                    groups.withUnsafeMutableBytes { getsockopt(fd, SOL_SOCKET, PORT_SO_PEERGROUPS, $0.baseAddress, &len) }
+                }
+                return Array(groups.prefix(Int(len) / MemoryLayout<gid_t>.size))
+            } catch where error.errno == .outOfRange && Int(len) > groups.count * MemoryLayout<gid_t>.size {
+                groups = [gid_t](repeating: 0, count: Int(len) / MemoryLayout<gid_t>.size)
+            }
+        }
+    }
+
     /// The corresponding C function is `shutdown`. ENOTCONN (the peer is
     /// already gone) is not an error: the direction is shut either way.
     public static func shutdown(_ fd: Int32, _ direction: Direction) throws(SystemCallError) {

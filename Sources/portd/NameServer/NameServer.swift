@@ -57,6 +57,8 @@ final class NameServer {
     private var acquirePorts: [UInt64: SendRight] = [:]
     private var watchers: [WatchID: (port: SendRight, who: Credentials)] = [:]
     private var waitingLookups: [LookupID: SendRight] = [:]
+    /// Supplementary groups of each client connection (SO_PEERGROUPS).
+    private var connectionGroups: [ClientID: [UInt32]] = [:]
     private var deadlineTimer: (timer: PCTimer, fireAt: MonotonicInstant)?
     private(set) var counters = Counters()
 
@@ -250,7 +252,10 @@ final class NameServer {
                 who: who)
         }
         if let name = request.name { who["name"] = "\(name)" }
-        let context = Context(msgid: msgid, client: client, sender: sender, who: who, request: request.verb)
+        let context = Context(
+            msgid: msgid, client: client, sender: sender,
+            groups: groups(of: client, sender: sender, connector: message.connectionCredentials), who: who,
+            request: request.verb)
 
         switch request {
         case .status:
@@ -278,12 +283,37 @@ final class NameServer {
         let msgid: UInt32
         let client: ClientID
         let sender: Credentials
+        /// The sender's primary gid and, when the sender is the user who
+        /// made the connection, that process's supplementary groups.
+        let groups: [UInt32]
         let who: Logger.Metadata
         let request: String
 
         func may(_ policy: NameServerSettings.Policy, _ name: PortName) -> Bool {
-            policy(name, sender.uid, [sender.gid])
+            policy(name, sender.uid, groups)
         }
+    }
+
+    /// The groups a request is judged with: the sender's primary gid
+    /// (SCM_CREDENTIALS) and the supplementary groups of the process that
+    /// made the connection (SO_PEERGROUPS, read once per connection), the
+    /// latter only when the sender has the connector's uid: a descriptor
+    /// passed to another user does not carry its maker's groups.
+    private func groups(of client: ClientID, sender: Credentials, connector: Credentials?) -> [UInt32] {
+        guard let connector, connector.uid == sender.uid else { return [sender.gid] }
+        let supplementary: [UInt32]
+        if let known = connectionGroups[client] {
+            supplementary = known
+        } else {
+            do {
+                supplementary = try port.peerGroups(ofConnection: client) ?? []
+            } catch {
+                logger.warning("cannot read the groups of client \(client): \(error)", metadata: ["client": "\(client)"])
+                supplementary = []
+            }
+            connectionGroups[client] = supplementary
+        }
+        return supplementary.contains(sender.gid) ? supplementary : [sender.gid] + supplementary
     }
 
     private func refuse(
@@ -464,7 +494,7 @@ final class NameServer {
 
     private func checkIn(_ name: PortName, _ c: Context) -> PCPortMessage {
         guard let port = declared[name] else { return NameServerReply.words(c.msgid, "not-declared") }
-        guard port.checkInUIDs.contains(c.sender.uid) || port.checkInGIDs.contains(c.sender.gid) else {
+        guard port.checkInUIDs.contains(c.sender.uid) || c.groups.contains(where: port.checkInGIDs.contains) else {
             return refuse(c, .denied, "uid \(c.sender.uid) may not check in for \(name)")
         }
         declared.recordCheckIn(name, by: c.sender)
@@ -586,6 +616,7 @@ final class NameServer {
 
     private func clientGone(_ client: ClientID) {
         activator.clientGone(client)
+        connectionGroups[client] = nil
         let removal = registry.removeClient(client, now: WallClock.unixMilliseconds())
         for ticket in removal.queuedTickets { acquirePorts[ticket] = nil }
         for id in removal.watches { watchers[id] = nil }

@@ -25,8 +25,9 @@ struct NameServerSettings: Sendable {
     }
 
     /// A decision on one name for one client: uid and its groups (the
-    /// primary gid the kernel reported for the request; supplementary
-    /// groups are not known per message).
+    /// primary gid the kernel reported for the request, and the
+    /// supplementary groups of the connection's maker when it is the
+    /// same user: NameServer.groups(of:sender:connector:)).
     typealias Policy = @Sendable (_ name: PortName, _ uid: UInt32, _ gids: [UInt32]) -> Bool
 
     /// The only uid served (the per-user instance: portd's own), or nil for

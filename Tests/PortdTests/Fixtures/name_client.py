@@ -12,6 +12,10 @@
         socket from LISTEN_FDS (descriptor 3, LISTEN_PID must be this process),
         accept one connection, print "NAME: FIRST-COMPONENT" for its first
         message and whether PORTD_SOCKET is set; exit 0.
+  name_client.py as-user UID GIDS SOCKET REQUEST NAME
+        become UID with primary gid UID and the supplementary groups GIDS (comma
+        separated, "-" for none), send REQUEST (register or checkin) for NAME and
+        print the reply's first component on stdout.
   name_client.py as-uid UID SOCKET
         drop to UID (and gid UID), send STATUS, print the reply's components on stdout.
 """
@@ -92,6 +96,15 @@ def main():
         name = os.environ.get("LISTEN_FDNAMES")
         has_socket = "PORTD_SOCKET set" if os.environ.get("PORTD_SOCKET") else "no PORTD_SOCKET"
         print(f"{name}: {decode(record)[1][0]} ({has_socket})", flush=True)
+        return 0
+    if verb == "as-user":
+        uid = int(sys.argv[2])
+        os.setgroups([] if sys.argv[3] == "-" else [int(g) for g in sys.argv[3].split(",")])
+        os.setgid(uid)
+        os.setuid(uid)
+        msgid = {"register": REGISTER, "checkin": CHECKIN}[sys.argv[5]]
+        control, reply, fds = request(sys.argv[4], msgid, [sys.argv[6]])
+        print(reply[0], flush=True)
         return 0
     if verb == "as-uid":
         uid = int(sys.argv[2])
