@@ -1,7 +1,11 @@
 // PortRequestIdentityTests: what a port's handler learns about a request
 // beyond its components: the reply port the sender passed (kept apart from
 // the one-shot reply right, `passedReplyPort`), and who made the connection
-// (`connectionCredentials`, SO_PEERCRED at accept) for a listening port.
+// (`connectionCredentials`, SO_PEERCRED at accept) for a listening port;
+// a connection the port refuses when it accepts it (`setAdmission`) is
+// closed at once, and a request on it reads the refusal as its reply,
+// whether it was sent before the refusal or after; the refused peer's
+// groups are never asked for, an admitted one's are (SO_PEERGROUPS).
 
 import Glibc
 import Synchronization
@@ -74,5 +78,65 @@ import Testing
         #expect(!got.passed, "only requests have a separate passed reply port")
         #expect(got.reply, "a plain message's reply port is the one passed")
         #expect(got.connector == nil, "a right minted with socketpair has no accept-time credentials")
+    }
+
+    @Test func aRefusedConnectionReadsTheRefusalAsItsReply() throws {
+        let address = try UnixSocketAddress(abstract: "portd-admission-\(getpid())-\(UInt64.random(in: 0...UInt64.max))")
+        let listening = try UnixSocket.makeSocket()
+        try UnixSocket.bind(listening, to: address)
+        try UnixSocket.listen(listening)
+        let handled = Mutex(0)
+        let admitted = Mutex<[UInt64]>([])
+        let port = try PCPort(adoptingListeningDescriptor: listening) { m in
+            handled.withLock { $0 += 1 }
+            return PCPortMessage(msgid: m.msgid, strings: ["served"])
+        }
+        // The first connection is served, every later one refused.
+        port.setAdmission { id, peer in
+            #expect(peer?.uid == getuid())
+            let first = admitted.withLock { list -> Bool in
+                if list.isEmpty { list.append(id) }
+                return list.first == id
+            }
+            return first ? nil : PCPortMessage(msgid: 0, strings: ["refused"])
+        }
+        let thread = LoopThread { loop in
+            loop.add(PCTimer(fireAt: .distantFuture) { _ in }, forMode: .default)
+            loop.run(mode: .default, timeout: .seconds(60))
+        }
+        try port.schedule(in: thread.loop, forMode: .default)
+        thread.go()
+        defer {
+            port.invalidate()
+            thread.loop.stop()
+            thread.join()
+        }
+        func connect() throws -> SendRight {
+            let fd = try UnixSocket.makeSocket()
+            #expect(try UnixSocket.connect(fd, to: address) == .connected)
+            return SendRight(adopting: fd)
+        }
+        let served = try connect()
+        #expect(try served.request(PCPortMessage(msgid: 1), receiveTimeout: .seconds(20)).reply?.components.first?.string == "served")
+        let id = try #require(admitted.withLock { $0.first })
+        #expect(try port.peerGroups(ofConnection: id) != nil, "an admitted connection's groups can be read")
+
+        // Sent at once: the request is likely queued before the refusal.
+        let early = try connect()
+        #expect(try early.request(PCPortMessage(msgid: 2), receiveTimeout: .seconds(20)).reply?.components.first?.string == "refused")
+        // Sent after the port hung up: the send fails, the refusal is read.
+        let late = try connect()
+        let gone = Completion()
+        try late.onInvalidation(in: thread.loop) { gone.signal() }
+        #expect(gone.wait(timeout: .seconds(20)))
+        #expect(try late.request(PCPortMessage(msgid: 3), receiveTimeout: .seconds(20)).reply?.components.first?.string == "refused")
+        // Nothing more comes on a refused connection; the served one goes on.
+        guard case .invalidPort = try late.request(PCPortMessage(msgid: 4), receiveTimeout: .seconds(20)) else {
+            Issue.record("a refused connection answered again")
+            return
+        }
+        #expect(try served.request(PCPortMessage(msgid: 5), receiveTimeout: .seconds(20)).reply != nil)
+        #expect(handled.withLock { $0 } == 2)
+        #expect(port.connectionCount == 1)
     }
 }

@@ -159,6 +159,24 @@ private func name(_ s: String) -> PortName { try! PortName(validating: s) }
         #expect(try run("100,4243", "checkin", "svc.grouped") == "checked-in\n")
     }
 
+    @Test func aListTooLongForOneRecordComesInPages() throws {
+        var settings = NameServerSettings(onlyUID: nil)
+        settings.limits.namesPerClient = 5000
+        let host = try HostedNameServer(settings)
+        defer { host.stop() }
+        // 2,000 names of 190 bytes: about 240 bytes a line, some 800 a record.
+        let names = (0..<2000).map { "n" + String(repeating: "x", count: 184) + String(format: "%05d", $0) }
+        let owner = try NameClient(socket: host.socketPath)
+        for n in names { #expect(try owner.register(n).words.first == "registered") }
+        let first = try owner.request(MessageID.list)
+        #expect(first.words.first == "ok" && first.words.last == "more", "one record cannot hold them all")
+        let client = try PortNameServer(socketPath: host.socketPath, timeout: HarnessTimeout)
+        let listed = try client.list()
+        #expect(listed.map(\.name) == names, "every name once, in byte order")
+        #expect(listed.allSatisfy { $0.owner.pid == getpid() })
+        owner.close()
+    }
+
     @Test func anInstanceOfAnotherUIDRefusesEverything() throws {
         let host = try HostedNameServer(NameServerSettings(onlyUID: getuid() &+ 1))
         defer { host.stop() }
@@ -194,16 +212,29 @@ private func name(_ s: String) -> PortName { try! PortName(validating: s) }
         let leaving = try NameClient(socket: host.socketPath)
         let z = try leaving.register("z")
         #expect(z.words.first == "registered")
+        // A fourth connection is refused when accepted (idle connections
+        // count too): its request reads the refusal, and portd closed it.
         let fourth = try NameClient(socket: host.socketPath)
-        #expect(try fourth.request(MessageID.status).words.first == "limit")
+        #expect(try fourth.request(MessageID.status).words == ["limit", "message=uid \(getuid()) already has 3 clients connected"])
+        #expect(throws: (any Error).self) { try fourth.request(MessageID.status) }
         #expect(try greedy.request(MessageID.status).words.contains("refusals=4"))
-        // Once a client has gone its place is free: the refused connection is
-        // admitted at its next request. The watcher's event says portd saw the hang-up.
+        // Once a client has gone its place is free for a new connection.
+        // The watcher's event says portd saw the hang-up.
         let events = try Inbox(on: loop)
         #expect(try second.watch("z", inbox: events).words == ["watching"])
         leaving.close()
         #expect(events.next()?.words.prefix(2) == ["z", "released"])
-        #expect(try fourth.request(MessageID.status).words.first == "ok")
+        // A connection that never sends takes the place all the same (portd
+        // accepts in backlog order): the one after it is refused.
+        let idle = try NameClient(socket: host.socketPath)
+        let fifth = try NameClient(socket: host.socketPath)
+        #expect(try fifth.request(MessageID.status).words.first == "limit", "an idle connection holds its place")
+        idle.close()
+        let deadline = MonotonicInstant.now() + HarnessTimeout
+        // Each round waits on portd's answer, not on time: until it has seen the hang-up.
+        while try !greedy.request(MessageID.status).words.contains("clients=2"), MonotonicInstant.now() < deadline {}
+        let sixth = try NameClient(socket: host.socketPath)
+        #expect(try sixth.request(MessageID.status).words.first == "ok")
         #expect(try greedy.request(MessageID.status).words.contains("clients=3"))
     }
 

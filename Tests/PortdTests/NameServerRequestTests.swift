@@ -27,7 +27,8 @@ private func isBadRequest(_ r: Result<NameServerRequest, NameServerRequest.Refus
 @Suite struct NameServerRequestTests {
     @Test func everyRequest() {
         #expect(parse(ID.status, []) == .success(.status))
-        #expect(parse(ID.list, []) == .success(.list))
+        #expect(parse(ID.list, []) == .success(.list(after: nil)))
+        #expect(parse(ID.list, ["after=svc"]) == .success(.list(after: name("svc"))))
         #expect(parse(ID.register, ["svc"]) == .success(.register(name("svc"), [])))
         #expect(
             parse(ID.register, ["svc", "allow-replacement", "replace-existing", "do-not-queue"])
@@ -44,7 +45,7 @@ private func isBadRequest(_ r: Result<NameServerRequest, NameServerRequest.Refus
 
     @Test func wrongCountsWordsAndMsgidsAreBadRequests() {
         let bad: [(UInt32, [String], Bool)] = [
-            (ID.status, ["x"], false), (ID.list, ["x"], false), (ID.register, [], false),
+            (ID.status, ["x"], false), (ID.list, ["x"], false), (ID.list, ["after=a", "after=b"], false), (ID.register, [], false),
             (ID.register, ["svc", "queue-please"], false), (ID.release, [], false), (ID.release, ["a", "b"], false),
             (ID.lookUp, [], false), (ID.lookUp, ["svc", "wait=5"], false), (ID.lookUp, ["svc", "wait_ms=-1"], false),
             (ID.lookUp, ["svc", "wait_ms=4294967296"], false), (ID.lookUp, ["svc", "wait_ms=1", "x"], false),

@@ -222,14 +222,22 @@ public final class PortNameServer: Sendable {
 
     /// Every registered name with its owner, in portd's order.
     public func list() throws(NameServerError) -> [NameEntry] {
-        let reply = try request(NameServerProtocol.MessageID.list, [], what: "LIST")
-        guard reply.word == NameServerProtocol.ReplyWord.ok.rawValue else { throw reply.unexpected(for: "LIST") }
         var entries: [NameEntry] = []
-        for line in reply.strings {
-            guard let entry = NameEntry(listLine: line) else { throw .protocolError("LIST line \"\(line)\"") }
-            entries.append(entry)
+        var after: [String] = []
+        while true {
+            let reply = try request(NameServerProtocol.MessageID.list, after, what: "LIST")
+            guard reply.word == NameServerProtocol.ReplyWord.ok.rawValue else { throw reply.unexpected(for: "LIST") }
+            var lines = reply.strings[...]
+            let more = lines.last == "more"
+            if more { lines = lines.dropLast() }
+            for line in lines {
+                guard let entry = NameEntry(listLine: line) else { throw .protocolError("LIST line \"\(line)\"") }
+                entries.append(entry)
+            }
+            // The reply did not hold every name: ask for those after the last one.
+            guard more, let last = entries.last else { return entries }
+            after = ["after=\(last.name)"]
         }
-        return entries
     }
 
     /// Who owns `name`, since when, and who waits for it; nil when nobody owns it.

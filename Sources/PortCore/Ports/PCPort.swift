@@ -51,6 +51,7 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     private var valid = true
     private var invalidationHandlers: [() -> Void] = []
     private var disconnectHandler: ((UInt64) -> Void)?
+    private var admission: ((UInt64, Credentials?) -> PCPortMessage?)?
     private var nextConnectionID: UInt64 = 1
     private var acceptPaused = false
     private let transport: MessageTransport
@@ -103,6 +104,18 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     /// with the `connectionID` its messages carried.
     public func onDisconnect(_ h: ((UInt64) -> Void)?) { lock.withLock { disconnectHandler = h } }
 
+    /// Decides, for each connection accepted, whether it is served: `h`
+    /// gets the connection's id and who made it (SO_PEERCRED) and returns
+    /// nil to serve it, or a refusal: that message is sent on the
+    /// connection (never waiting: a new connection's queue is empty) and
+    /// the connection closed, so a refused peer costs no descriptor. A
+    /// requester then finds the refusal as the reply to its request (see
+    /// `SendRight.request`). Called on the loop thread; no disconnect
+    /// event follows for a refused connection.
+    public func setAdmission(_ h: ((_ connectionID: UInt64, _ peer: Credentials?) -> PCPortMessage?)?) {
+        lock.withLock { admission = h }
+    }
+
     /// Whether the port can receive.
     public var isValid: Bool { lock.withLock { valid } }
 
@@ -130,14 +143,32 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
         return right
     }
 
+    /// Sends `refusal` on a connection not served, then closes it. What
+    /// the peer already sent is read and dropped first: closing an AF_UNIX
+    /// socket with unread records makes the peer's next receive fail with
+    /// ECONNRESET instead of returning the refusal.
+    private func refuse(_ fd: Int32, with refusal: PCPortMessage) {
+        defer { SystemCall.close(fd) }
+        for _ in 0..<16 {
+            guard case .message? = try? transport.receive(on: fd) else { break }
+        }
+        do {
+            _ = try transport.send(refusal, on: fd, replyPort: nil, replyExpected: false, before: .now())
+        } catch {
+            logger.debug("cannot send a refusal on \(self): \(error)")
+        }
+    }
+
     /// `peer`: who connected (SO_PEERCRED), for an accepted connection.
-    private func addConnection(_ connection: ConnectionDescriptor, peer: Credentials?) throws(PortError) {
+    private func addConnection(_ connection: ConnectionDescriptor, peer: Credentials?, id given: UInt64? = nil) throws(PortError) {
         // The source's closure owns the connection: the descriptor closes
         // when the source is gone and no reply right still holds it.
-        let id = lock.withLock { () -> UInt64 in
-            defer { nextConnectionID += 1 }
-            return nextConnectionID
-        }
+        let id =
+            given
+            ?? lock.withLock { () -> UInt64 in
+                defer { nextConnectionID += 1 }
+                return nextConnectionID
+            }
         let source = PortSource(fileDescriptor: connection.fd, events: .readable, closesOnInvalidate: false) {
             [weak self] s in
             self?.serve(s, connection, id, peer)
@@ -284,7 +315,15 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
             guard let fd else { return }
             do {
                 let peer = try? UnixSocket.peerCredentials(fd)
-                try addConnection(ConnectionDescriptor(adopting: fd), peer: peer)
+                let (id, admit) = lock.withLock { () -> (UInt64, ((UInt64, Credentials?) -> PCPortMessage?)?) in
+                    defer { nextConnectionID += 1 }
+                    return (nextConnectionID, admission)
+                }
+                if let refusal = admit?(id, peer) {
+                    refuse(fd, with: refusal)
+                    continue
+                }
+                try addConnection(ConnectionDescriptor(adopting: fd), peer: peer, id: id)
             } catch {
                 logger.error("cannot serve a new connection: \(error)")
             }

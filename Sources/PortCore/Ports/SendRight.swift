@@ -193,7 +193,13 @@ public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvert
         {
         case .sent: break
         case .timedOut: return .sendTimedOut
-        case .receiverGone: return .invalidPort
+        case .receiverGone:
+            // A record the peer left before it hung up, while no earlier
+            // reply is outstanding, answers this request (a server's
+            // refusal of the connection: PCPort.setAdmission).
+            guard pendingReplies == 0, case .message(let parting, _)? = try? t.receive(on: fd) else { return .invalidPort }
+            peerGone = true
+            return .reply(parting)
         }
         pendingReplies += 1
         reply = nil

@@ -108,6 +108,7 @@ final class NameServer {
     func start() throws(PortError) {
         port.setHandler { [unowned self] message in self.handle(message) }
         port.onDisconnect { [unowned self] client in self.clientGone(client) }
+        port.setAdmission { [unowned self] client, peer in self.admit(client, peer) }
         try port.schedule(in: loop, forMode: mode)
         configureActivation()
     }
@@ -213,6 +214,18 @@ final class NameServer {
 
     // MARK: - Requests
 
+    /// A new connection counts against MaxClients= and ClientsPerUID= from
+    /// the start, by the uid that made it (SO_PEERCRED), so idle
+    /// connections cannot use up portd's descriptors. A refused one gets a
+    /// "limit" error record (msgid 0) and is closed at once: portd keeps no
+    /// descriptor for it, and its requester reads the refusal as its reply.
+    private func admit(_ client: ClientID, _ peer: Credentials?) -> PCPortMessage? {
+        guard let peer else { return nil }  // AF_UNIX always has one; the first request admits otherwise
+        guard let exceeded = registry.admit(client, uid: peer.uid) else { return nil }
+        let who: Logger.Metadata = ["client": "\(client)", "pid": "\(peer.pid)", "uid": "\(peer.uid)"]
+        return refuse(0, .limit, exceeded.description, request: "connection", who: who)
+    }
+
     private func handle(_ message: PCPortMessage) -> PCPortMessage? {
         let msgid = message.msgid
         // A record queued before SO_PASSCRED was set on the listening socket
@@ -269,8 +282,8 @@ final class NameServer {
         case .watch(let name):
             // The parser checked that the request carried the watcher's port.
             return watch(name, context, watcherPort: message.passedReplyPort!)
-        case .list:
-            return list(context)
+        case .list(let after):
+            return list(after: after, context)
         case .owner(let name):
             return owner(name, context)
         case .checkIn(let name):
@@ -455,22 +468,32 @@ final class NameServer {
         }
     }
 
-    private func list(_ c: Context) -> PCPortMessage {
+    /// "ok" and one line per name after `after` the client may look up, as
+    /// many as fit in one record; "more" at the end when some did not (the
+    /// client asks again with after=LAST-NAME).
+    private func list(after: PortName?, _ c: Context) -> PCPortMessage {
         var lines: [(PortName, String)] = []
-        for entry in registry.listing() where c.may(settings.mayLookUp, entry.name) {
+        for entry in registry.listing() where after.map({ entry.name > $0 }) ?? true && c.may(settings.mayLookUp, entry.name) {
             let o = entry.owner
             lines.append(
                 (entry.name, "\(entry.name)\t\(o.credentials.pid)\t\(o.credentials.uid)\t\(o.sinceMilliseconds)\t\(entry.queued)"))
         }
-        for d in declared.all where c.may(settings.mayLookUp, d.name) {
+        for d in declared.all where after.map({ d.name > $0 }) ?? true && c.may(settings.mayLookUp, d.name) {
             lines.append((d.name, "\(d.name)\t\(ownPID)\t\(ownUID)\t\(d.sinceMilliseconds)\t0"))
         }
         lines.sort { $0.0 < $1.0 }
-        let words = ["ok"] + lines.map(\.1)
-        // Header, table and data: the reply must fit in one record.
-        let size = WireFormat.headerSize + words.reduce(0) { $0 + WireFormat.entrySize + $1.utf8.count }
-        if size > Self.controlPortLimits.maxRecordSize || words.count > Self.controlPortLimits.maxComponents {
-            return NameServerReply.error(c.msgid, .limit, "\(lines.count) names do not fit in one reply (\(size) bytes)")
+        // Header, table and data must fit in one record, with room for "more".
+        let room = Self.controlPortLimits.maxRecordSize - WireFormat.headerSize - 2 * WireFormat.entrySize - 6
+        var words = ["ok"]
+        var size = 0
+        for (_, line) in lines {
+            let cost = WireFormat.entrySize + line.utf8.count
+            if size + cost > room || words.count + 1 >= Self.controlPortLimits.maxComponents {
+                words.append("more")
+                break
+            }
+            size += cost
+            words.append(line)
         }
         return NameServerReply.make(c.msgid, words.map { .text($0) })
     }

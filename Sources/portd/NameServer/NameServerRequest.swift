@@ -18,7 +18,8 @@ enum NameServerRequest: Equatable, Sendable {
     case lookUp(PortName, wait: Duration?)
     /// nil: every name.
     case watch(PortName?)
-    case list
+    /// LIST, continuing after the name given (a previous reply said "more").
+    case list(after: PortName?)
     case owner(PortName)
     case checkIn(PortName)
 
@@ -104,8 +105,10 @@ enum NameServerRequest: Equatable, Sendable {
             try count(0...0, "STATUS")
             return .status
         case MessageID.list:
-            try count(0...0, "LIST")
-            return .list
+            try count(0...1, "LIST")
+            guard let word = words.first else { return .list(after: nil) }
+            guard word.hasPrefix("after=") else { throw .badRequest("unknown LIST word \"\(word)\"") }
+            return .list(after: try validName(String(word.dropFirst("after=".count))))
         case MessageID.register:
             try count(1...Int.max, "REGISTER")
             let name = try validName(words[0])
