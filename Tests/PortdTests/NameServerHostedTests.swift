@@ -159,6 +159,19 @@ private func name(_ s: String) -> PortName { try! PortName(validating: s) }
         #expect(try run("100,4243", "checkin", "svc.grouped") == "checked-in\n")
     }
 
+    @Test func refusalsAreAllCountedButLoggedAtMostTwentyASecond() throws {
+        var settings = NameServerSettings(onlyUID: nil)
+        settings.mayRegister = { _, _, _ in false }
+        let host = try HostedNameServer(settings)
+        defer { host.stop() }
+        let client = try NameClient(socket: host.socketPath)
+        for i in 0..<200 { #expect(try client.register("svc\(i)").words.first == "denied") }
+        #expect(try client.request(MessageID.status).words.contains("refusals=200"))
+        let logged = host.log.all.filter { $0.contains("refused REGISTER") }.count
+        // 200 requests take milliseconds; even a slow run spans a few seconds at most.
+        #expect(logged >= 20 && logged <= 100, "\(logged) refusal lines")
+    }
+
     @Test func aListTooLongForOneRecordComesInPages() throws {
         var settings = NameServerSettings(onlyUID: nil)
         settings.limits.namesPerClient = 5000

@@ -214,6 +214,30 @@ final class NameServer {
 
     // MARK: - Requests
 
+    /// Refusal log lines, at most `refusalLogBurst` a second: a client
+    /// hammering portd with refused requests or connections cannot flood
+    /// the journal. The lines left out are counted in one line when the
+    /// next second's first refusal is logged (every refusal still counts in
+    /// STATUS `refusals=`).
+    private static let refusalLogBurst = 20
+    private var refusalLogWindow = (start: MonotonicInstant.now(), logged: 0, suppressed: 0)
+
+    private func logRefusal(_ line: @autoclosure () -> String, _ who: Logger.Metadata) {
+        let now = MonotonicInstant.now()
+        if now - refusalLogWindow.start >= .seconds(1) {
+            if refusalLogWindow.suppressed > 0 {
+                logger.notice("\(refusalLogWindow.suppressed) more refusals were not logged (at most \(Self.refusalLogBurst) a second)")
+            }
+            refusalLogWindow = (now, 0, 0)
+        }
+        if refusalLogWindow.logged < Self.refusalLogBurst {
+            refusalLogWindow.logged += 1
+            logger.notice("\(line())", metadata: who)
+        } else {
+            refusalLogWindow.suppressed += 1
+        }
+    }
+
     /// A new connection counts against MaxClients= and ClientsPerUID= from
     /// the start, by the uid that made it (SO_PEERCRED), so idle
     /// connections cannot use up portd's descriptors. A refused one gets a
@@ -333,7 +357,7 @@ final class NameServer {
         _ msgid: UInt32, _ word: NameServerReply.ErrorWord, _ why: String, request: String, who: Logger.Metadata
     ) -> PCPortMessage {
         counters.refusals += 1
-        logger.notice("refused \(request): \(why)", metadata: who)
+        logRefusal("refused \(request): \(why)", who)
         return NameServerReply.error(msgid, word, why)
     }
 
