@@ -55,7 +55,7 @@ final class NameServer {
     private var registry: NameRegistry
     private var sockets: [PortName: PortSocketFile] = [:]
     private var acquirePorts: [UInt64: SendRight] = [:]
-    private var watchers: [WatchID: (port: SendRight, who: Credentials)] = [:]
+    private var watchers: [WatchID: (port: SendRight, who: Credentials, groups: [UInt32])] = [:]
     private var waitingLookups: [LookupID: SendRight] = [:]
     /// Supplementary groups of each client connection (SO_PEERGROUPS).
     private var connectionGroups: [ClientID: [UInt32]] = [:]
@@ -485,7 +485,7 @@ final class NameServer {
         }
         switch registry.watch(name, client: c.client) {
         case .success(let id):
-            watchers[id] = (watcherPort, c.sender)
+            watchers[id] = (watcherPort, c.sender, c.groups)
             return NameServerReply.words(c.msgid, "watching")
         case .failure(let exceeded):
             return refuse(c, .limit, exceeded.description)
@@ -621,7 +621,7 @@ final class NameServer {
         var event: PCPortMessage?
         for id in change.watchers {
             guard let watcher = watchers[id] else { continue }
-            if !settings.mayLookUp(change.name, watcher.who.uid, [watcher.who.gid]) { continue }
+            if !settings.mayLookUp(change.name, watcher.who.uid, watcher.groups) { continue }
             let message = event ?? NameServerReply.ownerChanged(change)
             event = message
             if !send(message, to: watcher.port, what: "NAME_OWNER_CHANGED for \(change.name)") {
