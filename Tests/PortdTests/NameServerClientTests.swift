@@ -134,6 +134,32 @@ import Testing
         port.invalidate()
     }
 
+    @Test func aReplacedOwnerIsToldWhoTookItsName() throws {
+        let daemon = try TestDaemon(.real)
+        let svc = name("lost")
+        let first = try daemon.client()
+        let lostTo = Mutex<NameOwner.Process?>(nil)
+        let lost = Flag()
+        guard case .registered(let firstPort) = try first.register(svc, options: [.allowReplacement], onLost: { owner in
+            lostTo.withLock { $0 = owner }
+            lost.signal()
+        }) else {
+            Issue.record("not registered")
+            return
+        }
+        let second = try daemon.client()
+        guard case .registered(let secondPort) = try second.register(svc, options: [.replaceExisting]) else {
+            Issue.record("not replaced")
+            return
+        }
+        #expect(lost.wait(), "NAME_LOST never came")
+        #expect(lostTo.withLock { $0 } == NameOwner.Process(pid: getpid(), uid: getuid()))
+        // A release is not a loss: the new owner, told nothing, simply stops owning it.
+        #expect(try second.release(svc) == .released)
+        firstPort.invalidate()
+        secondPort.invalidate()
+    }
+
     @Test(arguments: kinds) func replacementAndRelease(_ kind: DaemonKind) throws {
         let daemon = try TestDaemon(kind)
         let svc = name("replace")

@@ -29,6 +29,9 @@ public enum NameServerProtocol {
         public static let nameOwnerChanged: UInt32 = 0xFFFF_0100
         /// Sent by portd to a queued registrant's port when it gets the name.
         public static let nameAcquired: UInt32 = 0xFFFF_0101
+        /// Sent by portd to an owner's port (its REGISTER's reply port) when
+        /// another client replaced it.
+        public static let nameLost: UInt32 = 0xFFFF_0102
     }
 
     /// The first component of every reply.

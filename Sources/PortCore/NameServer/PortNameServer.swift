@@ -267,29 +267,49 @@ public final class PortNameServer: Sendable {
     /// Asks for `name`. With `onAcquire`, a taken name may queue us: the
     /// handler then gets the port on `loop` (the background loop by
     /// default) when the owners before us go. Without it, the request is
-    /// made with do-not-queue: a taken name is `.alreadyOwned`.
+    /// made with do-not-queue: a taken name is `.alreadyOwned`. With
+    /// `onLost`, a name we own (now or once acquired) that another client
+    /// replaces (we registered with `.allowReplacement`) is reported on
+    /// `loop` with the new owner (NAME_LOST); our port then receives
+    /// nothing more from new senders.
     public func register(
         _ name: String, options: RegistrationOptions = [], loop: PCRunLoop? = nil,
-        onAcquire: (@Sendable (PCPort) -> Void)? = nil
+        onAcquire: (@Sendable (PCPort) -> Void)? = nil, onLost: (@Sendable (NameOwner.Process) -> Void)? = nil
     ) throws(NameServerError) -> RegistrationOutcome {
         try Self.checkName(name)
         var options = options
         if onAcquire == nil { options.insert(.doNotQueue) }
         var notifier: PCPort?
         var notifierRight: SendRight?
-        if let onAcquire {
+        if onAcquire != nil || onLost != nil {
             let port = PCPort(limits: limits)
             let limits = self.limits
             port.setHandler { [weak self, weak port] message in
-                guard message.msgid == NameServerProtocol.MessageID.nameAcquired,
-                    case .port(let right)? = message.components.first(where: { if case .port = $0 { true } else { false } }),
-                    let acquired = try? Self.receivePort(from: right, limits: limits)
-                else { return nil }
-                if let port {
-                    _ = self?.state.withLock { $0.acquisitions.removeValue(forKey: ObjectIdentifier(port)) }
-                    port.invalidate()
+                switch message.msgid {
+                case NameServerProtocol.MessageID.nameAcquired:
+                    guard let onAcquire,
+                        case .port(let right)? = message.components.first(where: { if case .port = $0 { true } else { false } }),
+                        let acquired = try? Self.receivePort(from: right, limits: limits)
+                    else { return nil }
+                    if onLost == nil, let port {
+                        _ = self?.state.withLock { $0.acquisitions.removeValue(forKey: ObjectIdentifier(port)) }
+                        port.invalidate()
+                    }
+                    onAcquire(acquired)
+                case NameServerProtocol.MessageID.nameLost:
+                    guard let onLost else { return nil }
+                    let words = message.components.compactMap(\.string)
+                    func field(_ key: String) -> String? {
+                        words.first { $0.hasPrefix(key + "=") }.map { String($0.dropFirst(key.count + 1)) }
+                    }
+                    if let port {
+                        _ = self?.state.withLock { $0.acquisitions.removeValue(forKey: ObjectIdentifier(port)) }
+                        port.invalidate()
+                    }
+                    onLost(.init(pid: field("pid").flatMap { Int32($0) } ?? 0, uid: field("uid").flatMap { UInt32($0) } ?? 0))
+                default:
+                    break
                 }
-                onAcquire(acquired)
                 return nil
             }
             do {
@@ -305,8 +325,21 @@ public final class PortNameServer: Sendable {
         notifierRight = nil
         switch NameServerProtocol.ReplyWord(rawValue: reply.word) {
         case .registered:
-            notifier?.invalidate()
-            guard let right = reply.ports.first else { throw .protocolError("\"registered\" without a port") }
+            guard let right = reply.ports.first else {
+                notifier?.invalidate()
+                throw .protocolError("\"registered\" without a port")
+            }
+            if onLost != nil, let notifier {
+                // Kept to hear NAME_LOST, until it comes or this client closes.
+                state.withLock { $0.acquisitions[ObjectIdentifier(notifier)] = notifier }
+                do {
+                    try notifier.schedule(in: loop ?? BackgroundLoop.shared.loop, forMode: .default)
+                } catch {
+                    throw .transport(error)
+                }
+            } else {
+                notifier?.invalidate()
+            }
             return .registered(try Self.receivePort(from: right, limits: limits))
         case .queued:
             guard let notifier else { throw .protocolError("queued although the request said do-not-queue") }

@@ -55,6 +55,9 @@ final class NameServer {
     private var registry: NameRegistry
     private var sockets: [PortName: PortSocketFile] = [:]
     private var acquirePorts: [UInt64: SendRight] = [:]
+    /// The port of each owner that gave one (its REGISTER's reply port),
+    /// told with NAME_LOST when another client replaces it.
+    private var ownerPorts: [PortName: (client: ClientID, port: SendRight)] = [:]
     private var watchers: [WatchID: (port: SendRight, who: Credentials, groups: [UInt32])] = [:]
     private var waitingLookups: [LookupID: SendRight] = [:]
     /// Supplementary groups of each client connection (SO_PEERGROUPS).
@@ -136,6 +139,7 @@ final class NameServer {
         waitingLookups.removeAll()
         watchers.removeAll()
         acquirePorts.removeAll()
+        ownerPorts.removeAll()
         for file in sockets.values { directory.remove(file) }
         sockets.removeAll()
         declared.close()
@@ -414,6 +418,7 @@ final class NameServer {
             }
         }
         if let queuedTicket { acquirePorts[queuedTicket] = nil }
+        if let notifyPort { ownerPorts[name] = (c.client, notifyPort) }
         let listening = SendRight(adopting: socket.fd)  // closes portd's copy once the reply is sent
         apply(change, requesterSocket: socket.file)
         return NameServerReply.make(c.msgid, [.text("registered"), .port(listening)])
@@ -564,6 +569,12 @@ final class NameServer {
             let change = changes.removeFirst()
             let name = change.name
             if change.old != nil, let file = sockets.removeValue(forKey: name) { directory.remove(file) }
+            if let old = change.old, let lost = ownerPorts[name], lost.client == old.client {
+                ownerPorts[name] = nil
+                if change.kind == .replaced, let new = change.new {
+                    _ = send(NameServerReply.nameLost(name, to: new.credentials), to: lost.port, what: "NAME_LOST for \(name)")
+                }
+            }
             var unreachable: NameOwner?
             if let new = change.new {
                 if let file = socketForNew {
@@ -612,7 +623,10 @@ final class NameServer {
             return nil
         }
         let message = NameServerReply.nameAcquired(name, listening: SendRight(adopting: socket.fd))
-        if send(message, to: notifyPort, what: "NAME_ACQUIRED for \(name)") { return socket.file }
+        if send(message, to: notifyPort, what: "NAME_ACQUIRED for \(name)") {
+            ownerPorts[name] = (owner.client, notifyPort)
+            return socket.file
+        }
         directory.remove(socket.file)
         return nil
     }

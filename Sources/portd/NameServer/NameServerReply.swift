@@ -58,6 +58,11 @@ enum NameServerReply {
             ownerField(change.old?.credentials), ownerField(change.new?.credentials))
     }
 
+    /// NAME_LOST: NAME, and the new owner's pid= and uid=.
+    static func nameLost(_ name: PortName, to owner: Credentials) -> PCPortMessage {
+        words(NameServerRequest.MessageID.nameLost, name.value, "pid=\(owner.pid)", "uid=\(owner.uid)")
+    }
+
     /// NAME_ACQUIRED: NAME and the name's listening socket.
     static func nameAcquired(_ name: PortName, listening: SendRight) -> PCPortMessage {
         make(NameServerRequest.MessageID.nameAcquired, [.text(name.value), .port(listening)])

@@ -37,6 +37,7 @@ enum NameServerRequest: Equatable, Sendable {
         static let nameOwnerChanged: UInt32 = 0xFFFF_0100
         /// Sent by portd to a queued owner's port when it gets the name.
         static let nameAcquired: UInt32 = 0xFFFF_0101
+        static let nameLost: UInt32 = 0xFFFF_0102
     }
 
     /// Why a message is not a request portd can serve.
