@@ -6,6 +6,7 @@ import PortCore
 
 struct List: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "list",
         abstract: "List the registered names with their owners.",
         discussion: ExitStatus.helpText
     )

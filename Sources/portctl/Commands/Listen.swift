@@ -9,6 +9,7 @@ import PortCore
 
 struct Listen: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "listen",
         abstract: "Register a name and print (or --exec a command for) each message it receives.",
         discussion: """
             Each message prints as a heading (msgid, sender pid/uid/gid, whether it has a reply port) \

@@ -6,6 +6,7 @@ import PortCore
 
 struct Lookup: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "lookup",
         abstract: "Show who owns a name: pid, uid, since when, and the queued owners.",
         discussion: ExitStatus.helpText
     )

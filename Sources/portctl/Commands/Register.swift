@@ -10,6 +10,7 @@ import PortCore
 
 struct Register: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "register",
         abstract: "Hold a name while a command runs, handing it the name's socket as descriptor 3.",
         discussion: """
             COMMAND gets the name's listening socket as descriptor 3, with LISTEN_FDS=1, \

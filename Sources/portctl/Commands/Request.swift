@@ -8,6 +8,7 @@ import PortCore
 
 struct Request: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "request",
         abstract: "Send a request to a name and print the reply.",
         discussion: """
             Components are given as for send. The reply prints one line per component \

@@ -9,6 +9,7 @@ import PortCore
 
 struct Send: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "send",
         abstract: "Send a message to a name.",
         discussion: """
             Components are sent in the order given: --data STRING, --file PATH, --hex HEX, and - \

@@ -7,6 +7,7 @@ import PortCore
 
 struct Status: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "status",
         abstract: "Show whether portd runs: version, pid, uptime and counters.",
         discussion: ExitStatus.helpText
     )

@@ -7,6 +7,7 @@ import PortCore
 
 struct Wait: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "wait",
         abstract: "Wait until a name is registered.",
         discussion: """
             Without --timeout, waits indefinitely.

@@ -8,6 +8,7 @@ import PortCore
 
 struct Watch: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "watch",
         abstract: "Print owner changes of a name (or of every name) as they happen.",
         discussion: """
             Each change prints as: EVENT NAME, then the old and new owner (pid, uid). \
