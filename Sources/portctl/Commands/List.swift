@@ -14,6 +14,8 @@ struct List: ParsableCommand {
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var output: OutputOptions
 
+    func validate() throws { try connection.check() }
+
     func run() throws { try reporting(execute) }
 
     func execute() throws(Failure) {

@@ -27,7 +27,10 @@ struct Send: ParsableCommand {
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var output: OutputOptions
 
-    func validate() throws { try NameArgument.check(name) }
+    func validate() throws {
+        try NameArgument.check(name)
+        try connection.check()
+    }
 
     func run() throws { try reporting(execute) }
 

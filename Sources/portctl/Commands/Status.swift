@@ -15,6 +15,8 @@ struct Status: ParsableCommand {
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var output: OutputOptions
 
+    func validate() throws { try connection.check() }
+
     func run() throws { try reporting(execute) }
 
     func execute() throws(Failure) {

@@ -27,6 +27,7 @@ struct Watch: ParsableCommand {
     func validate() throws {
         if let name { try NameArgument.check(name) }
         if let count, count < 1 { throw ValidationError("--count must be at least 1") }
+        try connection.check()
     }
 
     static func text(_ c: NameOwnerChange) -> String {
