@@ -100,6 +100,9 @@ import Testing
         // A name that is "-" is the name, not standard input; after "--" a "-" still is.
         #expect(ComponentOrder.kinds(in: ["portctl", "send", "-", "--msgid", "1", "--", "-"]) == [.standardInput])
         #expect(ComponentOrder.kinds(in: ["portctl", "send", "svc", "--socket", "-", "--msgid", "1"]) == [])
+        // Common options before the verb are not positionals either.
+        let before = ["portctl", "--socket", "/s", "-q", "--timeout", "2", "send", "svc", "--msgid", "1", "-", "--data", "x"]
+        #expect(ComponentOrder.kinds(in: before) == [.standardInput, .data])
     }
 
     @Test func componentsAreReadInOrder() throws {
