@@ -85,7 +85,9 @@ enum ComponentOrder {
 
     /// Options of the verbs that take a value as the next argument (so that
     /// value is not read as a component or a positional).
-    static let optionsWithValues: Set<String> = ["--msgid", "--socket", "--timeout", "--data", "--file", "--hex"]
+    static let optionsWithValues: Set<String> = [
+        "--msgid", "--socket", "--timeout", "--max-bytes", "--data", "--file", "--hex",
+    ]
 
     /// The kinds of components in `arguments` (the whole command line,
     /// program first), in order. The first two positionals are the verb and

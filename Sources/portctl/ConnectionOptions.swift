@@ -8,6 +8,15 @@
 // until stopped (register, listen, watch, checkin) it bounds the wait for
 // portd's answers (5 s when not given) and, when given, also the wait for
 // the next message or event ("idle" timeout).
+//
+// The group is declared twice: on the root command (PortctlCommand), so
+// the options may come before the verb as with busctl, and on each verb,
+// so its --help lists them. swift-argument-parser parses a root option
+// wherever it appears and hands the verb's group the root's value; an
+// option given both before and after the verb takes its last value, the
+// one after the verb (--user/--system choose the last too). The checks of
+// the values are therefore the verbs' (`check()` from their validate()),
+// so a bad value is reported with the verb's usage line.
 
 import ArgumentParser
 import PortCore
@@ -28,13 +37,14 @@ struct ConnectionOptions: ParsableArguments {
     @Option(help: ArgumentHelp("The control socket of portd (overrides PORTD_SOCKET and the instance).", valueName: "path"))
     var socket: String?
 
-    @Flag(exclusivity: .exclusive)
+    @Flag(exclusivity: .chooseLast)
     var instance: DaemonInstance?
 
     @Option(help: ArgumentHelp("Seconds to wait before giving up; the default depends on the verb (5 s, or no bound for listen, watch, wait and register: see its help).", valueName: "seconds"))
     var timeout: Double?
 
-    func validate() throws {
+    /// The checks of the values, for the verbs' validate().
+    func check() throws {
         if let timeout {
             guard timeout.isFinite, timeout > 0, timeout <= 86_400 else {
                 throw ValidationError("--timeout must be a number of seconds greater than 0 (at most 86400)")
@@ -73,20 +83,7 @@ struct ConnectionOptions: ParsableArguments {
     }
 }
 
-/// --quiet alone, for a verb that prints nothing but notices (register).
-struct QuietOption: ParsableArguments {
-    @Flag(name: [.customShort("q"), .long], help: "Print no notices (errors still go to standard error).")
-    var quiet = false
-
-    /// The OutputOptions equivalent, for code shared with the printing verbs.
-    var output: OutputOptions {
-        var o = OutputOptions()
-        o.quiet = quiet
-        return o
-    }
-}
-
-/// --json and --quiet, for every verb that prints.
+/// --json and --quiet, for every verb (root and verbs, like ConnectionOptions).
 struct OutputOptions: ParsableArguments {
     @Flag(help: "Print JSON: one object per line (one per record for streams and lists).")
     var json = false

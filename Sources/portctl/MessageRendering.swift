@@ -2,18 +2,42 @@
 //
 // Text (for people): a heading line, then one line per component: data as
 // an escaped, quoted string (TextEscape: never a raw control byte), a port
-// as <port>. A component longer than `textLimit` bytes shows its first
-// `textLimit` bytes and says how many there are; --json shows everything.
+// as <port>.
 //
 // JSON (for scripts): one object per message, on one line; each component
 // is {"kind":"data","length":N,"text":…} when its bytes are UTF-8, else
 // {"kind":"data","length":N,"base64":…}; a port is {"kind":"port"}.
+//
+// Both show at most a limit of bytes of each component (--max-bytes N;
+// by default 4096 in text, 64 KiB in JSON), so a 1 GiB memfd component
+// prints a bounded line instead of a 1.4 GB one: text says how many bytes
+// there are and how many it shows, JSON adds "truncated":true and the
+// first N bytes ("text" only when those bytes are UTF-8, cut back by at
+// most three bytes so that no character is split; else "base64"). Only the
+// bytes shown are read. --raw and --exec always get every byte.
 
+import ArgumentParser
 import PortCore
 
 enum MessageRendering {
-    /// The most bytes of one component text output shows.
+    /// The most bytes of one component text output shows by default.
     static let textLimit = 4096
+    /// The most bytes of one data component JSON output shows by default.
+    static let jsonLimit = 65536
+
+    /// The help of --max-bytes (listen, checkin, request).
+    static let maxBytesHelp = ArgumentHelp(
+        "Show at most N bytes of each component: longer ones are cut, and say so "
+            + "(default 4096, or 65536 with --json).",
+        valueName: "n")
+
+    /// The limit in force: --max-bytes when given, else the format's default.
+    static func limit(_ maxBytes: Int?, json: Bool) -> Int { maxBytes ?? (json ? jsonLimit : textLimit) }
+
+    /// The check of --max-bytes, for validate().
+    static func check(maxBytes: Int?) throws {
+        if let maxBytes, maxBytes < 0 { throw ValidationError("--max-bytes must be 0 or more") }
+    }
 
     /// The heading of a received message: msgid, sender, whether it wants a reply.
     static func heading(_ message: PCPortMessage) -> String {
@@ -24,27 +48,29 @@ enum MessageRendering {
     }
 
     /// One line per component, each prefixed with `indent`.
-    static func componentLines(_ message: PCPortMessage, indent: String = "") -> [String] {
-        message.components.map { indent + text(of: $0) }
+    static func componentLines(_ message: PCPortMessage, indent: String = "", limit: Int = textLimit) -> [String] {
+        message.components.map { indent + text(of: $0, limit: limit) }
     }
 
     /// A component as one printable line.
-    static func text(of component: PCPortMessage.Component) -> String {
+    static func text(of component: PCPortMessage.Component, limit: Int = textLimit) -> String {
         switch component {
         case .port: return "<port>"
-        case .data(let bytes): return bytes.withUnsafeBytes { text(ofBytes: $0) }
-        case .sharedMemory(let memory): return memory.withUnsafeBytes { text(ofBytes: $0) }
+        case .data(let bytes): return bytes.withUnsafeBytes { text(ofBytes: $0, limit: limit) }
+        case .sharedMemory(let memory): return memory.withUnsafeBytes { text(ofBytes: $0, limit: limit) }
         }
     }
 
-    static func text(ofBytes bytes: UnsafeRawBufferPointer) -> String {
-        if bytes.count <= textLimit { return TextEscape.quoted(bytes) }
-        return TextEscape.quoted(UnsafeRawBufferPointer(rebasing: bytes[..<textLimit]))
-            + "… (\(bytes.count) bytes, first \(textLimit) shown; --json shows all)"
+    static func text(ofBytes bytes: UnsafeRawBufferPointer, limit: Int = textLimit) -> String {
+        if bytes.count <= limit { return TextEscape.quoted(bytes) }
+        return TextEscape.quoted(UnsafeRawBufferPointer(rebasing: bytes[..<limit]))
+            + "… (\(bytes.count) bytes, first \(limit) shown)"
     }
 
     /// The message as a JSON object; `leading` members come first.
-    static func json(_ message: PCPortMessage, leading: [(String, JSONObject.Value)] = []) -> JSONObject {
+    static func json(
+        _ message: PCPortMessage, leading: [(String, JSONObject.Value)] = [], limit: Int = jsonLimit
+    ) -> JSONObject {
         let sender = message.sender
         return JSONObject(
             leading + [
@@ -53,25 +79,38 @@ enum MessageRendering {
                 ("uid", sender.map { .unsigned(UInt64($0.uid)) } ?? .null),
                 ("gid", sender.map { .unsigned(UInt64($0.gid)) } ?? .null),
                 ("reply_port", .bool(message.replyPort != nil)),
-                ("components", .array(message.components.map { .object(json(of: $0)) })),
+                ("components", .array(message.components.map { .object(json(of: $0, limit: limit)) })),
             ])
     }
 
-    static func json(of component: PCPortMessage.Component) -> JSONObject {
+    static func json(of component: PCPortMessage.Component, limit: Int = jsonLimit) -> JSONObject {
         switch component {
         case .port: return JSONObject([("kind", .string("port"))])
-        case .data(let bytes): return bytes.withUnsafeBytes { json(ofBytes: $0) }
-        case .sharedMemory(let memory): return memory.withUnsafeBytes { json(ofBytes: $0) }
+        case .data(let bytes): return bytes.withUnsafeBytes { json(ofBytes: $0, limit: limit) }
+        case .sharedMemory(let memory): return memory.withUnsafeBytes { json(ofBytes: $0, limit: limit) }
         }
     }
 
-    static func json(ofBytes bytes: UnsafeRawBufferPointer) -> JSONObject {
+    static func json(ofBytes bytes: UnsafeRawBufferPointer, limit: Int = jsonLimit) -> JSONObject {
         var members: [(String, JSONObject.Value)] = [("kind", .string("data")), ("length", .integer(Int64(bytes.count)))]
-        if let text = String(validating: bytes, as: UTF8.self) {
-            members.append(("text", .string(text)))
-        } else {
-            members.append(("base64", .string(Base64.encode(bytes))))
+        guard bytes.count > limit else {
+            if let text = String(validating: bytes, as: UTF8.self) {
+                members.append(("text", .string(text)))
+            } else {
+                members.append(("base64", .string(Base64.encode(bytes))))
+            }
+            return JSONObject(members)
         }
+        members.append(("truncated", .bool(true)))
+        let shown = UnsafeRawBufferPointer(rebasing: bytes[..<limit])
+        // The cut may split a character: up to three bytes of it.
+        for cut in 0...min(3, limit) {
+            if let text = String(validating: UnsafeRawBufferPointer(rebasing: shown[..<(limit - cut)]), as: UTF8.self) {
+                members.append(("text", .string(text)))
+                return JSONObject(members)
+            }
+        }
+        members.append(("base64", .string(Base64.encode(shown))))
         return JSONObject(members)
     }
 

@@ -87,10 +87,13 @@ final class MessageServer {
             if let exec = serve.exec {
                 try execute(exec, for: message)
             } else if output.json {
-                try output.emit(MessageRendering.json(message, leading: [("name", .string(name))]).text)
+                let limit = MessageRendering.limit(serve.maxBytes, json: true)
+                try output.emit(MessageRendering.json(message, leading: [("name", .string(name))], limit: limit).text)
             } else {
+                let limit = MessageRendering.limit(serve.maxBytes, json: false)
                 try output.emit(
-                    ([MessageRendering.heading(message)] + MessageRendering.componentLines(message, indent: "  "))
+                    ([MessageRendering.heading(message)]
+                        + MessageRendering.componentLines(message, indent: "  ", limit: limit))
                         .joined(separator: "\n"))
             }
         } catch {

@@ -2,6 +2,12 @@
 // verb lives in Commands/. Shared options are option groups:
 // ConnectionOptions (--socket, --user/--system, --timeout), OutputOptions
 // (--json, --quiet), ComponentOptions, ServeOptions, OwnershipOptions.
+// ConnectionOptions and OutputOptions are the root's too, so they may come
+// before the verb (`portctl --user list`, as `busctl --user list`); each
+// verb's group of the same type gets the root's value (see
+// ConnectionOptions). Every verb names itself (commandName): without it,
+// swift-argument-parser derives the name from the type's name at every
+// start, which costs a tenth of a `portctl send`.
 
 import ArgumentParser
 import PortCore
@@ -11,6 +17,10 @@ struct PortctlCommand: ParsableCommand {
         commandName: "portctl",
         abstract: "Talk to portd, the name server for PortCore message ports.",
         discussion: """
+            --socket, --user, --system, --timeout, --json and --quiet go before the verb or after it \
+            (portctl --user list); an option given both before and after the verb takes the value \
+            given after it.
+
             The socket is, first match wins: --socket PATH; $PORTD_SOCKET; \
             \(DaemonPaths.systemSocket) with --system; $XDG_RUNTIME_DIR/portd/portd.sock; \
             /tmp/portd-$UID/portd.sock.
@@ -23,4 +33,7 @@ struct PortctlCommand: ParsableCommand {
             Status.self, Wait.self,
         ]
     )
+
+    @OptionGroup var connection: ConnectionOptions
+    @OptionGroup var output: OutputOptions
 }

@@ -1,6 +1,7 @@
 // ServeOptions: what `listen` and `checkin` do with the messages their port
-// receives: print each (text or --json), or run --exec COMMAND for each;
-// stop after --count messages; give up when --timeout passes without one.
+// receives: print each (text or --json, at most --max-bytes of each
+// component), or run --exec COMMAND for each; stop after --count messages;
+// give up when --timeout passes without one.
 
 import ArgumentParser
 
@@ -15,7 +16,11 @@ struct ServeOptions: ParsableArguments {
             valueName: "command"))
     var exec: String?
 
+    @Option(help: MessageRendering.maxBytesHelp)
+    var maxBytes: Int?
+
     func validate() throws {
+        try MessageRendering.check(maxBytes: maxBytes)
         if let count, count < 1 { throw ValidationError("--count must be at least 1") }
         if let exec, exec.isEmpty { throw ValidationError("--exec needs a command") }
     }

@@ -25,6 +25,37 @@ import Testing
         }
     }
 
+    /// --socket, --user/--system, --timeout, --json and --quiet go before the
+    /// verb too (as `busctl --user list`); given both before and after it,
+    /// the value after the verb wins.
+    @Test func connectionAndOutputOptionsGoBeforeTheVerb() throws {
+        let status = try #require(
+            try PortctlCommand.parseAsRoot(["--socket", "/a", "--timeout", "2.5", "--json", "status"]) as? Status)
+        #expect(status.connection.socket == "/a" && status.connection.timeout == 2.5 && status.output.json)
+        let list = try #require(try PortctlCommand.parseAsRoot(["--user", "-q", "list"]) as? List)
+        #expect(list.connection.instance == .user && list.output.quiet && !list.output.json)
+
+        let after = try #require(try PortctlCommand.parseAsRoot(["--socket", "/a", "status", "--socket", "/b"]) as? Status)
+        #expect(after.connection.socket == "/b")
+        let timeout = try #require(
+            try PortctlCommand.parseAsRoot(["--timeout", "9", "send", "svc", "--msgid", "1", "--timeout", "1"]) as? Send)
+        #expect(timeout.connection.timeout == 1)
+        let instance = try #require(try PortctlCommand.parseAsRoot(["--system", "lookup", "svc", "--user"]) as? Lookup)
+        #expect(instance.connection.instance == .user)
+        let sameSide = try #require(try PortctlCommand.parseAsRoot(["status", "--user", "--system"]) as? Status)
+        #expect(sameSide.connection.instance == .system)
+
+        // The verb's own options and components are untouched by the root's.
+        let request = try #require(
+            try PortctlCommand.parseAsRoot(["--json", "request", "svc", "--msgid", "3", "--data", "x", "--max-bytes", "9"])
+                as? Request)
+        #expect(request.output.json && request.maxBytes == 9 && request.components.data == ["x"])
+        // register takes --json and --quiet like every verb.
+        let register = try #require(
+            try PortctlCommand.parseAsRoot(["register", "svc", "--json", "-q", "--", "true"]) as? Register)
+        #expect(register.output.json && register.output.quiet && register.command == ["true"])
+    }
+
     @Test func validationRefusesBadInput() {
         let bad: [[String]] = [
             ["send", "a/b", "--msgid", "1"], ["send", ".hidden", "--msgid", "1"], ["send", "", "--msgid", "1"],
@@ -35,8 +66,9 @@ import Testing
             ["request", "svc", "--msgid", "1", "--raw", "--json"],
             ["register", "svc"], ["register", "svc", "--declared", "--no-queue", "--", "true"],
             ["listen", "svc", "--count", "0"], ["listen", "svc", "--exec", ""], ["watch", "--count", "0"],
-            ["status", "--timeout", "0"], ["status", "--timeout", "nan"], ["status", "--user", "--system"],
-            ["status", "--socket", ""],
+            ["status", "--timeout", "0"], ["status", "--timeout", "nan"], ["--timeout", "0", "status"],
+            ["status", "--socket", ""], ["--socket", "", "list"], ["listen", "svc", "--max-bytes", "-1"],
+            ["request", "svc", "--msgid", "1", "--max-bytes", "x"], ["--json", "request", "svc", "--msgid", "1", "--raw"],
         ]
         for line in bad {
             #expect(throws: (any Error).self, "\(line)") { _ = try PortctlCommand.parseAsRoot(line) }
@@ -68,6 +100,9 @@ import Testing
         // A name that is "-" is the name, not standard input; after "--" a "-" still is.
         #expect(ComponentOrder.kinds(in: ["portctl", "send", "-", "--msgid", "1", "--", "-"]) == [.standardInput])
         #expect(ComponentOrder.kinds(in: ["portctl", "send", "svc", "--socket", "-", "--msgid", "1"]) == [])
+        // Common options before the verb are not positionals either.
+        let before = ["portctl", "--socket", "/s", "-q", "--timeout", "2", "send", "svc", "--msgid", "1", "-", "--data", "x"]
+        #expect(ComponentOrder.kinds(in: before) == [.standardInput, .data])
     }
 
     @Test func componentsAreReadInOrder() throws {

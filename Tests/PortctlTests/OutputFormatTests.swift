@@ -110,7 +110,40 @@ import Testing
         let big = PCPortMessage(msgid: 1, components: [.data([UInt8](repeating: 0x41, count: 10_000))])
         let line = MessageRendering.componentLines(big)[0]
         #expect(line.hasPrefix("\"" + String(repeating: "A", count: MessageRendering.textLimit) + "\""))
-        #expect(line.hasSuffix("(10000 bytes, first 4096 shown; --json shows all)"))
+        #expect(line.hasSuffix("(10000 bytes, first 4096 shown)"))
+        let short = MessageRendering.componentLines(big, limit: 3)[0]
+        #expect(short == "\"AAA\"… (10000 bytes, first 3 shown)")
+        #expect(MessageRendering.componentLines(big, limit: 10_000)[0].count == 10_002)
+    }
+
+    /// A memfd-sized component is cut in JSON: its length, "truncated", and
+    /// the first bytes only, as text when they are UTF-8 (never splitting a
+    /// character), else as base64.
+    @Test func longComponentsAreCutInJSON() throws {
+        func component(_ bytes: [UInt8], limit: Int) throws -> [String: Any] {
+            let text = MessageRendering.json(PCPortMessage(msgid: 1, components: [.data(bytes)]), limit: limit).text
+            let parsed = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+            return try #require((parsed["components"] as? [[String: Any]])?.first)
+        }
+        let big = [UInt8](repeating: 0x41, count: 200_000)
+        let cut = try component(big, limit: MessageRendering.jsonLimit)
+        #expect((cut["length"] as? NSNumber)?.intValue == 200_000)
+        #expect(cut["truncated"] as? Bool == true)
+        #expect((cut["text"] as? String)?.utf8.count == 65536)
+        // At the limit nothing is cut, and "truncated" is absent.
+        let whole = try component(Array(big[..<10]), limit: 10)
+        #expect(whole["truncated"] == nil && whole["text"] as? String == "AAAAAAAAAA")
+        // "é" is two bytes: a limit of 2 would split the second one.
+        let accents = try component(Array("ééé".utf8), limit: 3)
+        #expect(accents["truncated"] as? Bool == true && accents["text"] as? String == "é")
+        // Bytes that are not UTF-8 (whatever follows them) go as base64.
+        let binary = try component([0xff, 0, 1, 2, 0x41, 0x41], limit: 4)
+        #expect(binary["base64"] as? String == "/wABAg==" && binary["text"] == nil)
+        // Limit 0: the length only.
+        let none = try component(big, limit: 0)
+        #expect(none["truncated"] as? Bool == true && none["text"] as? String == "")
+        #expect(MessageRendering.limit(nil, json: true) == 65536 && MessageRendering.limit(nil, json: false) == 4096)
+        #expect(MessageRendering.limit(7, json: true) == 7)
     }
 
     @Test func jsonHasTextOrBase64() throws {

@@ -35,6 +35,7 @@ struct CheckIn: ParsableCommand {
     func validate() throws {
         try NameArgument.check(server, what: "server name")
         try MessageID.check(msgid)
+        try connection.check()
     }
 
     func run() throws { try reporting(execute) }

@@ -6,12 +6,15 @@ import PortCore
 
 struct List: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "list",
         abstract: "List the registered names with their owners.",
         discussion: ExitStatus.helpText
     )
 
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var output: OutputOptions
+
+    func validate() throws { try connection.check() }
 
     func run() throws { try reporting(execute) }
 

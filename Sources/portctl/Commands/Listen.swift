@@ -9,10 +9,12 @@ import PortCore
 
 struct Listen: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "listen",
         abstract: "Register a name and print (or --exec a command for) each message it receives.",
         discussion: """
             Each message prints as a heading (msgid, sender pid/uid/gid, whether it has a reply port) \
-            and one line per component, or one JSON object with --json. A request gets an empty reply \
+            and one line per component, or one JSON object with --json, showing at most --max-bytes of \
+            each component (4096, or 64 KiB with --json, by default). A request gets an empty reply \
             unless --exec is given. --timeout bounds the wait for each message (no bound without it); \
             a taken name is waited for in its queue unless --no-queue.
 
@@ -32,7 +34,10 @@ struct Listen: ParsableCommand {
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var output: OutputOptions
 
-    func validate() throws { try NameArgument.check(name) }
+    func validate() throws {
+        try NameArgument.check(name)
+        try connection.check()
+    }
 
     func run() throws { try reporting(execute) }
 

@@ -6,6 +6,7 @@ import PortCore
 
 struct Lookup: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "lookup",
         abstract: "Show who owns a name: pid, uid, since when, and the queued owners.",
         discussion: ExitStatus.helpText
     )
@@ -14,7 +15,10 @@ struct Lookup: ParsableCommand {
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var output: OutputOptions
 
-    func validate() throws { try NameArgument.check(name) }
+    func validate() throws {
+        try NameArgument.check(name)
+        try connection.check()
+    }
 
     func run() throws { try reporting(execute) }
 

@@ -10,6 +10,7 @@ import PortCore
 
 struct Register: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "register",
         abstract: "Hold a name while a command runs, handing it the name's socket as descriptor 3.",
         discussion: """
             COMMAND gets the name's listening socket as descriptor 3, with LISTEN_FDS=1, \
@@ -17,7 +18,9 @@ struct Register: ParsableCommand {
             portctl exits with COMMAND's exit status once it ends, and the name is released. \
             SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to portctl are relayed to COMMAND. \
             When the name is taken, portctl waits in its queue (unless --no-queue) and starts COMMAND \
-            once it gets the name; --timeout bounds that wait (no bound without it) and each answer of portd.
+            once it gets the name; --timeout bounds that wait (no bound without it) and each answer of portd. \
+            portctl prints nothing on standard output (what appears there is COMMAND's): --json is \
+            accepted as by every verb and changes nothing; --quiet drops the notice of a wait in the queue.
 
             \(ExitStatus.helpText)
             """
@@ -26,7 +29,7 @@ struct Register: ParsableCommand {
     @Argument(help: "The name to hold.") var name: String
     @OptionGroup var ownership: OwnershipOptions
     @OptionGroup var connection: ConnectionOptions
-    @OptionGroup var output: QuietOption
+    @OptionGroup var output: OutputOptions
 
     @Argument(parsing: .postTerminator, help: ArgumentHelp("The command to run, after --.", valueName: "command"))
     var command: [String] = []
@@ -34,13 +37,14 @@ struct Register: ParsableCommand {
     func validate() throws {
         try NameArgument.check(name)
         if command.isEmpty { throw ValidationError("give the command to run after --") }
+        try connection.check()
     }
 
     func run() throws { try reporting(execute) }
 
     func execute() throws(Failure) {
         let server = try connection.connect()
-        let port = try ownership.take(name, on: server, connection: connection, output: output.output)
+        let port = try ownership.take(name, on: server, connection: connection, output: output)
         guard let descriptor = port.listeningDescriptor else {
             throw Failure(.protocolError, "portd passed no listening socket for \(name)")
         }

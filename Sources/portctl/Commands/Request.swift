@@ -8,10 +8,12 @@ import PortCore
 
 struct Request: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "request",
         abstract: "Send a request to a name and print the reply.",
         discussion: """
             Components are given as for send. The reply prints one line per component \
-            (text escaped, quoted), one JSON object with --json, or its data bytes as they are with --raw. \
+            (text escaped, quoted), one JSON object with --json, or its data bytes as they are with --raw; \
+            text and JSON show at most --max-bytes of each component. \
             --timeout (default 5 s) bounds each wait: for portd, for the name with --wait, for room \
             in the receiver's queue, for the reply.
 
@@ -28,9 +30,14 @@ struct Request: ParsableCommand {
     @Flag(help: "Write the reply's data components to standard output as they are, concatenated.")
     var raw = false
 
+    @Option(help: MessageRendering.maxBytesHelp)
+    var maxBytes: Int?
+
     func validate() throws {
         try NameArgument.check(name)
         if raw && output.json { throw ValidationError("--raw and --json exclude each other") }
+        try MessageRendering.check(maxBytes: maxBytes)
+        try connection.check()
     }
 
     func run() throws { try reporting(execute) }
@@ -53,9 +60,11 @@ struct Request: ParsableCommand {
             if raw {
                 try Output.bytes(MessageRendering.rawBytes(reply))
             } else if output.json {
-                try output.emit(MessageRendering.json(reply, leading: [("name", .string(name))]).text)
+                let limit = MessageRendering.limit(maxBytes, json: true)
+                try output.emit(MessageRendering.json(reply, leading: [("name", .string(name))], limit: limit).text)
             } else {
-                for line in MessageRendering.componentLines(reply) { try output.emit(line) }
+                let limit = MessageRendering.limit(maxBytes, json: false)
+                for line in MessageRendering.componentLines(reply, limit: limit) { try output.emit(line) }
             }
         case .sendTimedOut:
             throw Failure(.timedOut, "the queue of \(name) stayed full for \(connection.timeoutText)")

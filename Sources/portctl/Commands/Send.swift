@@ -9,6 +9,7 @@ import PortCore
 
 struct Send: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "send",
         abstract: "Send a message to a name.",
         discussion: """
             Components are sent in the order given: --data STRING, --file PATH, --hex HEX, and - \
@@ -26,7 +27,10 @@ struct Send: ParsableCommand {
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var output: OutputOptions
 
-    func validate() throws { try NameArgument.check(name) }
+    func validate() throws {
+        try NameArgument.check(name)
+        try connection.check()
+    }
 
     func run() throws { try reporting(execute) }
 

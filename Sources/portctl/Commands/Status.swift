@@ -7,12 +7,15 @@ import PortCore
 
 struct Status: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "status",
         abstract: "Show whether portd runs: version, pid, uptime and counters.",
         discussion: ExitStatus.helpText
     )
 
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var output: OutputOptions
+
+    func validate() throws { try connection.check() }
 
     func run() throws { try reporting(execute) }
 

@@ -7,6 +7,7 @@ import PortCore
 
 struct Wait: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "wait",
         abstract: "Wait until a name is registered.",
         discussion: """
             Without --timeout, waits indefinitely.
@@ -22,7 +23,10 @@ struct Wait: ParsableCommand {
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var output: OutputOptions
 
-    func validate() throws { try NameArgument.check(name) }
+    func validate() throws {
+        try NameArgument.check(name)
+        try connection.check()
+    }
 
     func run() throws { try reporting(execute) }
 

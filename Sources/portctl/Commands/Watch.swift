@@ -8,6 +8,7 @@ import PortCore
 
 struct Watch: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "watch",
         abstract: "Print owner changes of a name (or of every name) as they happen.",
         discussion: """
             Each change prints as: EVENT NAME, then the old and new owner (pid, uid). \
@@ -26,6 +27,7 @@ struct Watch: ParsableCommand {
     func validate() throws {
         if let name { try NameArgument.check(name) }
         if let count, count < 1 { throw ValidationError("--count must be at least 1") }
+        try connection.check()
     }
 
     static func text(_ c: NameOwnerChange) -> String {
