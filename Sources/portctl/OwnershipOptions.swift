@@ -9,7 +9,7 @@ import PortCore
 import Synchronization
 
 struct OwnershipOptions: ParsableArguments {
-    @Flag(help: "Let a later --replace take the name from us.")
+    @Flag(help: "Let a later --replace take the name from us (listen then exits with status 74).")
     var allowReplacement = false
 
     @Flag(name: .customLong("replace"), help: "Take the name from an owner that allows replacement.")
@@ -37,8 +37,11 @@ struct OwnershipOptions: ParsableArguments {
 
     /// Takes `name` on `server`; returns its port (unscheduled). Waits in
     /// the queue when the name is taken, running this thread's loop.
+    /// `onLost` runs on this thread's loop when a --replace of another
+    /// client takes the name from us later (NAME_LOST).
     func take(
-        _ name: String, on server: PortNameServer, connection: ConnectionOptions, output: OutputOptions
+        _ name: String, on server: PortNameServer, connection: ConnectionOptions, output: OutputOptions,
+        onLost: ((NameOwner.Process) -> Void)? = nil
     ) throws(Failure) -> PCPort {
         if declared {
             do {
@@ -58,10 +61,12 @@ struct OwnershipOptions: ParsableArguments {
         let acquired = Mutex<PCPort?>(nil)
         let outcome: RegistrationOutcome
         do {
-            outcome = try server.register(name, options: registrationOptions, loop: loop) { port in
-                acquired.withLock { $0 = port }
-                loop.stop()
-            }
+            outcome = try server.register(
+                name, options: registrationOptions, loop: loop,
+                onAcquire: { port in
+                    acquired.withLock { $0 = port }
+                    loop.stop()
+                }, onLost: allowReplacement ? onLost : nil)
         } catch {
             throw Failure(error)
         }

@@ -270,11 +270,11 @@ public final class PortNameServer: Sendable {
     /// made with do-not-queue: a taken name is `.alreadyOwned`. With
     /// `onLost`, a name we own (now or once acquired) that another client
     /// replaces (we registered with `.allowReplacement`) is reported on
-    /// `loop` with the new owner (NAME_LOST); our port then receives
-    /// nothing more from new senders.
+    /// `loop`'s thread with the new owner (NAME_LOST); our port then
+    /// receives nothing more from new senders.
     public func register(
         _ name: String, options: RegistrationOptions = [], loop: PCRunLoop? = nil,
-        onAcquire: (@Sendable (PCPort) -> Void)? = nil, onLost: (@Sendable (NameOwner.Process) -> Void)? = nil
+        onAcquire: (@Sendable (PCPort) -> Void)? = nil, onLost: ((NameOwner.Process) -> Void)? = nil
     ) throws(NameServerError) -> RegistrationOutcome {
         try Self.checkName(name)
         var options = options

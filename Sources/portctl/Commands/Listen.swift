@@ -43,11 +43,18 @@ struct Listen: ParsableCommand {
 
     func execute() throws(Failure) {
         let server = try connection.connect()
-        let port = try ownership.take(name, on: server, connection: connection, output: output)
+        // Set once the port exists; NAME_LOST can only come after that.
+        var lostHandler: ((NameOwner.Process) -> Void)?
+        let port = try ownership.take(name, on: server, connection: connection, output: output) { owner in
+            lostHandler?(owner)
+        }
         defer { port.invalidate() }
         let messageServer = MessageServer(
             port: port, name: name, serve: serve, output: output, idleTimeout: connection.explicitTimeout)
         let name = self.name
+        lostHandler = { owner in
+            messageServer.failAfterDraining(Failure(.portInvalid, "\(name) was taken over by \(owner)"))
+        }
         do {
             try server.onConnectionLoss(in: PCRunLoop.current, forMode: .default) {
                 messageServer.failAfterDraining(

@@ -418,9 +418,9 @@ final class NameServer {
             }
         }
         if let queuedTicket { acquirePorts[queuedTicket] = nil }
-        if let notifyPort { ownerPorts[name] = (c.client, notifyPort) }
         let listening = SendRight(adopting: socket.fd)  // closes portd's copy once the reply is sent
-        apply(change, requesterSocket: socket.file)
+        apply(change, requesterSocket: socket.file)  // tells a replaced owner first
+        if let notifyPort { ownerPorts[name] = (c.client, notifyPort) }
         return NameServerReply.make(c.msgid, [.text("registered"), .port(listening)])
     }
 
