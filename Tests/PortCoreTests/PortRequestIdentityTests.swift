@@ -12,6 +12,23 @@ import Synchronization
 import Testing
 @testable import PortCore
 
+/// Serves `port` on a loop thread of its own (kept alive by a far timer).
+private func serve(_ port: PCPort) throws -> LoopThread {
+    let thread = LoopThread { loop in
+        loop.add(PCTimer(fireAt: .distantFuture) { _ in }, forMode: .default)
+        loop.run(mode: .default, timeout: .seconds(60))
+    }
+    try port.schedule(in: thread.loop, forMode: .default)
+    thread.go()
+    return thread
+}
+
+private func stop(_ port: PCPort, _ thread: LoopThread) {
+    port.invalidate()
+    thread.loop.stop()
+    thread.join()
+}
+
 @Suite struct PortRequestIdentityTests {
     @Test func aRequestKeepsThePassedReplyPortBesideTheReplyRight() throws {
         let address = try UnixSocketAddress(abstract: "portd-identity-\(getpid())-\(UInt64.random(in: 0...UInt64.max))")
@@ -25,17 +42,8 @@ import Testing
             _ = try? m.passedReplyPort?.send(PCPortMessage(msgid: 9, strings: ["to your port"]), timeout: .seconds(20))
             return PCPortMessage(msgid: m.msgid, strings: ["reply"])
         }
-        let thread = LoopThread { loop in
-            loop.add(PCTimer(fireAt: .distantFuture) { _ in }, forMode: .default)
-            loop.run(mode: .default, timeout: .seconds(60))
-        }
-        try port.schedule(in: thread.loop, forMode: .default)
-        thread.go()
-        defer {
-            port.invalidate()
-            thread.loop.stop()
-            thread.join()
-        }
+        let thread = try serve(port)
+        defer { stop(port, thread) }
 
         let fd = try UnixSocket.makeSocket()
         #expect(try UnixSocket.connect(fd, to: address) == .connected)
@@ -100,17 +108,8 @@ import Testing
             }
             return first ? nil : PCPortMessage(msgid: 0, strings: ["refused"])
         }
-        let thread = LoopThread { loop in
-            loop.add(PCTimer(fireAt: .distantFuture) { _ in }, forMode: .default)
-            loop.run(mode: .default, timeout: .seconds(60))
-        }
-        try port.schedule(in: thread.loop, forMode: .default)
-        thread.go()
-        defer {
-            port.invalidate()
-            thread.loop.stop()
-            thread.join()
-        }
+        let thread = try serve(port)
+        defer { stop(port, thread) }
         func connect() throws -> SendRight {
             let fd = try UnixSocket.makeSocket()
             #expect(try UnixSocket.connect(fd, to: address) == .connected)
