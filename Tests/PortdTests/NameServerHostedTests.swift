@@ -187,6 +187,12 @@ private func name(_ s: String) -> PortName { try! PortName(validating: s) }
         let listed = try client.list()
         #expect(listed.map(\.name) == names, "every name once, in byte order")
         #expect(listed.allSatisfy { $0.owner.pid == getpid() })
+        // Short names: pages are cut at the components a client decodes by default (1024).
+        let short = (0..<1500).map { String(format: "s%04d", $0) }
+        for n in short { #expect(try owner.register(n).words.first == "registered") }
+        let page = try owner.request(MessageID.list, ["after=s0000"])
+        #expect(page.components.count <= PortLimits.default.maxComponents && page.words.last == "more")
+        #expect(try client.list().map(\.name) == names + short)
         owner.close()
     }
 

@@ -498,8 +498,9 @@ final class NameServer {
     }
 
     /// "ok" and one line per name after `after` the client may look up, as
-    /// many as fit in one record; "more" at the end when some did not (the
-    /// client asks again with after=LAST-NAME).
+    /// many as fit in one record of at most PortLimits.default.maxComponents
+    /// components; "more" at the end when some did not (the client asks
+    /// again with after=LAST-NAME).
     private func list(after: PortName?, _ c: Context) -> PCPortMessage {
         var lines: [(PortName, String)] = []
         for entry in registry.listing() where after.map({ entry.name > $0 }) ?? true && c.may(settings.mayLookUp, entry.name) {
@@ -517,7 +518,9 @@ final class NameServer {
         var size = 0
         for (_, line) in lines {
             let cost = WireFormat.entrySize + line.utf8.count
-            if size + cost > room || words.count + 1 >= Self.controlPortLimits.maxComponents {
+            // Components are capped at what a client decodes by default
+            // (PortLimits.default), not at what portd itself accepts.
+            if size + cost > room || words.count + 1 >= PortLimits.default.maxComponents {
                 words.append("more")
                 break
             }
