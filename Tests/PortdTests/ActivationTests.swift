@@ -53,6 +53,23 @@ import Testing
         #expect(starts == 2, "\(daemon.child.standardError)")
     }
 
+    @Test func aFailingServiceIsStartedAgainLessAndLessOften() throws {
+        // /bin/false never accepts, so the connection stays in the backlog
+        // and keeps asking for a service: each failed start doubles the wait.
+        let dir = try TemporaryDirectory()
+        let config = dir.appending("portd.conf")
+        try "[Port]\nName=svc.broken\nCheckInUser=\(getuid())\nExec=/bin/false\n"
+            .write(toFile: config, atomically: true, encoding: .utf8)
+        let daemon = try DaemonProcess.started(socket: dir.appending("portd.sock"), arguments: ["--config", config])
+        try send("anyone there?", to: "svc.broken", socket: daemon.socketPath)
+        try daemon.child.waitForStandardError(
+            containing: "exited with status 1; failure 1 in a row, next start in 2.0 seconds at the earliest")
+        try daemon.child.waitForStandardError(
+            containing: "exited with status 1; failure 2 in a row, next start in 4.0 seconds at the earliest")
+        #expect(try daemon.stop() == 0)
+        #expect(!daemon.child.standardError.contains("failure 3 in a row"), "the third start waits 4 s")
+    }
+
     @Test func unitAsksTheServiceManagerAndTheUnitChecksIn() throws {
         let dir = try TemporaryDirectory()
         let bin = dir.appending("bin")

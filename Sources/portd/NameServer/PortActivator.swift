@@ -17,7 +17,12 @@
 // watched, so a running service's own backlog never starts a second copy.
 // Starts are at least `throttle` apart: a service that exits at once is
 // started again no sooner (launchd's ThrottleInterval), and a waiting
-// connection left when the service is gone starts it again.
+// connection left when the service is gone starts it again. A start that
+// fails (the command cannot be run, exits non-zero or is killed; systemctl
+// fails; a unit never checks in) doubles the wait before the next one, up
+// to `maximumBackOff`, so a broken service with a connection stuck in its
+// backlog costs a start every few minutes, not every second; a service
+// that exits 0 or checks in resets it.
 //
 // Invariants: everything runs on the name server's loop thread; a port's
 // watch, child and timers go when the port stops being declared (a child
@@ -42,6 +47,8 @@ final class PortActivator {
     /// How long a unit started for a port may take to check in before a
     /// waiting connection may start it again.
     static let checkInWait: Duration = .seconds(30)
+    /// The longest wait between two starts after failures.
+    static let maximumBackOff: Duration = .seconds(300)
 
     private struct Child {
         let pid: Int32
@@ -61,6 +68,15 @@ final class PortActivator {
         var lastStart: MonotonicInstant?
         var timer: PCTimer?
         var starts = 0
+        /// Failed starts in a row (see the header).
+        var failures = 0
+
+        /// The wait after the last start before the next may happen.
+        var spacing: Duration {
+            guard failures > 0 else { return PortActivator.throttle }
+            let doubled = PortActivator.throttle * (1 << min(failures, 16))
+            return min(doubled, PortActivator.maximumBackOff)
+        }
     }
 
     private var entries: [PortName: Entry] = [:]
@@ -105,6 +121,7 @@ final class PortActivator {
         guard entries[name] != nil else { return }
         entries[name]!.checkedIn.insert(client)
         entries[name]!.awaitingCheckInUntil = nil
+        entries[name]!.failures = 0
         evaluate(name)
     }
 
@@ -143,9 +160,16 @@ final class PortActivator {
         var wakeAt: MonotonicInstant?
         if hasService(e, now: now) {
             if e.child == nil, e.checkedIn.isEmpty { wakeAt = e.awaitingCheckInUntil }
-        } else if let last = e.lastStart, now < last + Self.throttle {
-            wakeAt = last + Self.throttle
+        } else if let last = e.lastStart, now < last + e.spacing {
+            wakeAt = last + e.spacing
         } else {
+            if e.awaitingCheckInUntil != nil {
+                // A unit was asked for and never checked in.
+                e.failures += 1
+                logger.error(
+                    "the unit for declared port \(name) did not check in within \(Self.checkInWait)",
+                    metadata: ["name": "\(name)"])
+            }
             e.awaitingCheckInUntil = nil
             if e.watch == nil { e.watch = startWatching(name, descriptor: e.descriptor) }
             entries[name] = e
@@ -199,6 +223,7 @@ final class PortActivator {
                 logger.info("asked the service manager to start \(unit) for declared port \(name)", metadata: meta)
             }
         } catch {
+            e.failures += 1
             logger.error("cannot start the service of declared port \(name): \(error)", metadata: meta)
         }
         entries[name] = e
@@ -240,15 +265,27 @@ final class PortActivator {
         guard entries[name]?.child?.pid == pid else { return }
         entries[name]!.child = nil
         let meta: Logger.Metadata = ["name": "\(name)", "pid": "\(pid)"]
+        let succeeded = how == "exited with status 0"
         if case .unit = entries[name]!.starter {
-            if how != "exited with status 0" {
-                logger.error("systemctl for declared port \(name) \(how)", metadata: meta)
+            if !succeeded {
+                entries[name]!.failures += 1
                 entries[name]!.awaitingCheckInUntil = nil
+                logger.error("systemctl for declared port \(name) \(how)\(nextTry(name))", metadata: meta)
             }
-        } else {
+        } else if succeeded {
+            entries[name]!.failures = 0
             logger.info("the service of declared port \(name) (pid \(pid)) \(how)", metadata: meta)
+        } else {
+            entries[name]!.failures += 1
+            logger.error("the service of declared port \(name) (pid \(pid)) \(how)\(nextTry(name))", metadata: meta)
         }
         evaluate(name)
+    }
+
+    /// "; next start in N s at the earliest", after a failure.
+    private func nextTry(_ name: PortName) -> String {
+        guard let e = entries[name], e.failures > 0 else { return "" }
+        return "; failure \(e.failures) in a row, next start in \(e.spacing) at the earliest"
     }
 
     private func drop(_ name: PortName) {
