@@ -31,7 +31,7 @@ struct PortdCommand: ParsableCommand {
 
             Configuration (portd.conf(5)): --config PATH; /etc/portd/portd.conf for \
             --system; $XDG_CONFIG_HOME/portd/portd.conf otherwise; each with drop-ins in \
-            PATH.d/*.conf. SIGHUP reloads it (policy and limits; declared ports need a restart).
+            PATH.d/*.conf. SIGHUP reloads it (policy, limits and declared ports; names and clients stay).
 
             Environment: PORTD_SOCKET, XDG_RUNTIME_DIR, XDG_CONFIG_HOME, NOTIFY_SOCKET \
             (READY=1, STATUS=, WATCHDOG=1, RELOADING=1, STOPPING=1 are sent), LISTEN_FDS/LISTEN_PID/LISTEN_FDNAMES (socket \

@@ -475,7 +475,9 @@ final class NameServer {
             return NameServerReply.make(
                 msgid, [.text("found"), .port(SendRight(adopting: fd)), .text("pid=\(owner.pid)"), .text("uid=\(owner.uid)")])
         case .backlogFull:
-            return NameServerReply.error(msgid, .limit, "the port \(name) accepts no more connections now (backlog full)")
+            return refuse(
+                msgid, .limit, "the port \(name) accepts no more connections now (backlog full)", request: "LOOKUP",
+                who: ["name": "\(name)"])
         case .refused:
             return NameServerReply.error(msgid, .notFound, "the owner of \(name) no longer listens on it")
         case .failed(let error):
