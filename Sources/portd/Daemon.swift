@@ -53,7 +53,8 @@ final class Daemon {
             server = try NameServer(
                 controlDescriptor: setup.listener.handOverDescriptor(), directory: setup.portDirectory,
                 settings: setup.settings, logger: logger, loop: loop, startedAt: setup.startedAt,
-                restored: setup.restoredDeclaredPorts, store: setup.notifier)
+                restored: setup.restoredDeclaredPorts, clearStored: setup.clearStoredDeclaredPorts,
+                store: setup.notifier)
         } catch {
             logger.critical("cannot start the name server: \(error)")
             return 1

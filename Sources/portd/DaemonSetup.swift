@@ -29,6 +29,9 @@ struct DaemonSetup {
     let portDirectory: PortDirectory
     /// Declared ports' sockets passed back by the service manager, by name.
     let restoredDeclaredPorts: [String: DeclaredPorts.Restored]
+    /// Port names whose entries in the store are cleared (FDSTOREREMOVE=1)
+    /// before their socket is stored again: a bad or extra one was passed.
+    let clearStoredDeclaredPorts: Set<String>
     let settings: NameServerSettings
     /// Where the configuration came from, to read it again on SIGHUP.
     let configurationPaths: ConfigurationPaths
@@ -94,10 +97,14 @@ struct DaemonSetup {
         }
 
         // Sockets from the file-descriptor store: each must be a listening
-        // socket bound in this portd's port directory (a stale or foreign
-        // one is closed and its port gets a new socket).
+        // socket bound in this portd's port directory; for a name stored
+        // more than once the first that checks out serves, the others are
+        // closed (their files removed, a live file must not stop start-up)
+        // and the name is cleared in the store before its socket is stored
+        // again, so the store holds exactly one socket per port.
         let directoryPath = PortDirectory.path(forControlSocket: listener.path)
         var keeping: [(name: String, fd: Int32, fileName: String)] = []
+        var clearStored: Set<String> = []
         for (name, fd) in storedPorts {
             do {
                 guard ListenFDs.isListeningSequentialPacketSocket(fd) else {
@@ -107,6 +114,7 @@ struct DaemonSetup {
             } catch {
                 logger.warning("closing the stored socket of \(name): \(error)", metadata: ["name": "\(name)"])
                 LocalSocket.close(fd)
+                clearStored.insert(name)
             }
         }
 
@@ -123,19 +131,36 @@ struct DaemonSetup {
             keeping.forEach { LocalSocket.close($0.fd) }
             return nil
         }
+        var spare: [(name: String, fd: Int32, fileName: String)] = []
         for k in keeping {
+            if restored[k.name] != nil {
+                spare.append(k)
+                continue
+            }
             do {
                 restored[k.name] = .init(fileDescriptor: k.fd, file: try portDirectory.adopt(fileName: k.fileName, fd: k.fd))
             } catch {
                 logger.warning("closing the stored socket of \(k.name): \(error)", metadata: ["name": "\(k.name)"])
                 LocalSocket.close(k.fd)
+                clearStored.insert(k.name)
+            }
+        }
+        for k in spare {
+            logger.warning(
+                "closing another stored socket of \(k.name) (one port, one socket)", metadata: ["name": "\(k.name)"])
+            LocalSocket.close(k.fd)
+            clearStored.insert(k.name)
+            if let used = restored[k.name], !used.file.path.hasSuffix("/" + k.fileName),
+                let file = try? portDirectory.adopt(fileName: k.fileName, fd: k.fd)
+            {
+                portDirectory.remove(file)
             }
         }
 
         return DaemonSetup(
             logger: logger, listener: listener, signalDescriptor: signalDescriptor,
             notifier: SystemdNotifier(), startedAt: startedAt, portDirectory: portDirectory,
-            restoredDeclaredPorts: restored,
+            restoredDeclaredPorts: restored, clearStoredDeclaredPorts: clearStored,
             settings: NameServerSettings(configuration: configuration, onlyUID: onlyUID, daemonUID: userID),
             configurationPaths: configurationPaths, configurationRequired: command.config != nil, onlyUID: onlyUID)
     }

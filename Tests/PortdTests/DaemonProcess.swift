@@ -125,10 +125,10 @@ final class NotifySocket {
     /// (the test's copy; closed when replaced, removed or at deinit).
     private(set) var store: [String: Int32] = [:]
 
-    /// Takes the store's descriptors (the caller closes them).
-    func takeStore() -> [String: Int32] {
+    /// Takes the store's descriptors, in name order (the caller closes them).
+    func takeStore() -> [(name: String, fd: Int32)] {
         defer { store = [:] }
-        return store
+        return store.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
     }
 
     /// One datagram already queued, or nil.
@@ -396,7 +396,7 @@ final class DaemonProcess {
     /// a launcher that then execs portd, as systemd does after its fork).
     init(
         socket socketPath: String, arguments: [String] = [], environment: [String: String] = [:],
-        passing: [String: Int32] = [:]
+        passing: [(name: String, fd: Int32)] = []
     ) throws {
         self.socketPath = socketPath
         notify = try NotifySocket()
@@ -404,10 +404,9 @@ final class DaemonProcess {
         var command = [try Binaries.portd, "--socket", socketPath] + arguments
         var descriptors: [Int32: Int32] = [:]
         if !passing.isEmpty {
-            let passed = passing.sorted { $0.key < $1.key }
-            for (i, entry) in passed.enumerated() { descriptors[3 + Int32(i)] = entry.value }
-            environment["LISTEN_FDS"] = "\(passed.count)"
-            environment["LISTEN_FDNAMES"] = passed.map(\.key).joined(separator: ":")
+            for (i, entry) in passing.enumerated() { descriptors[3 + Int32(i)] = entry.fd }
+            environment["LISTEN_FDS"] = "\(passing.count)"
+            environment["LISTEN_FDNAMES"] = passing.map(\.name).joined(separator: ":")
             command = [
                 "/usr/bin/python3", "-c",
                 "import os, sys; os.environ['LISTEN_PID'] = str(os.getpid()); os.execv(sys.argv[1], sys.argv[1:])",
@@ -420,7 +419,8 @@ final class DaemonProcess {
 
     /// Starts portd and waits for READY=1.
     static func started(
-        socket: String, arguments: [String] = [], environment: [String: String] = [:], passing: [String: Int32] = [:]
+        socket: String, arguments: [String] = [], environment: [String: String] = [:],
+        passing: [(name: String, fd: Int32)] = []
     ) throws -> DaemonProcess {
         let daemon = try DaemonProcess(socket: socket, arguments: arguments, environment: environment, passing: passing)
         try daemon.notify.waitFor("READY=1", from: daemon.child)

@@ -83,23 +83,31 @@ import Testing
 
         try writeConfiguration(config, declaring: ["svc.kept"])
         var store = first.notify.takeStore()
-        // And one descriptor that is no port socket of this portd at all.
+        // And descriptors that are no port socket of this portd at all: one
+        // under a name of its own, one stored under svc.kept before the
+        // real one (it must not hide the real one).
         let foreign = try LocalSocket.make(.seqPacket)
         try LocalSocket.bind(foreign, path: dir.appending("foreign.sock"))
         try LocalSocket.listen(foreign)
-        store["port/svc.foreign"] = foreign
-        defer { store.values.forEach(LocalSocket.close) }
+        let impostor = try LocalSocket.make(.seqPacket)
+        try LocalSocket.bind(impostor, path: dir.appending("impostor.sock"))
+        try LocalSocket.listen(impostor)
+        store = [("port/svc.kept", impostor)] + store + [("port/svc.foreign", foreign)]
+        defer { store.forEach { LocalSocket.close($0.fd) } }
 
         let second = try DaemonProcess.started(socket: socket, arguments: ["--config", config], passing: store)
         #expect(second.notify.received.contains("FDSTOREREMOVE=1\nFDNAME=port/svc.gone"), "\(second.notify.received)")
+        #expect(second.notify.received.contains("FDSTOREREMOVE=1\nFDNAME=port/svc.kept"), "the impostor is cleared from the store")
         #expect(second.notify.store.keys.sorted() == ["port/svc.kept"])
         #expect(try portFiles(socket).count == 1, "svc.gone's file is removed")
+        try second.child.waitForStandardError(containing: "(socket restored from the file-descriptor store)")
         let client = try NameClient(socket: socket)
         #expect(try client.lookUp("svc.kept").words.first == "found")
         #expect(try client.lookUp("svc.gone").words.first == "not-found")
         client.close()
         #expect(try second.stop() == 0)
         #expect(second.child.standardError.contains("closing the stored socket of svc.foreign"))
+        #expect(second.child.standardError.contains("closing the stored socket of svc.kept"), "the impostor")
         #expect(exists(dir.appending("foreign.sock")), "portd never removes a file outside its port directory")
     }
 

@@ -79,7 +79,8 @@ final class NameServer {
     init(
         controlDescriptor: Int32, directory: PortDirectory, settings: NameServerSettings, logger: Logger,
         loop: PCRunLoop, mode: PCRunLoop.Mode = .default, startedAt: MonotonicInstant = .now(),
-        restored: [String: DeclaredPorts.Restored] = [:], store: DeclaredPortStore? = nil
+        restored: [String: DeclaredPorts.Restored] = [:], clearStored: Set<String> = [],
+        store: DeclaredPortStore? = nil
     ) throws(SystemCallError) {
         self.settings = settings
         self.logger = logger
@@ -96,6 +97,15 @@ final class NameServer {
             controlSocketPath: (try? UnixSocket.boundPath(controlDescriptor)).flatMap { $0 } ?? "",
             userInstance: settings.onlyUID != nil)
         self.declared = DeclaredPorts(in: directory)
+        // Entries of the store that were bad or extra go first; the socket
+        // in use is stored again below.
+        for name in clearStored.sorted() {
+            do {
+                try store?.remove(declaredPort: name)
+            } catch {
+                logger.warning("cannot clear \(name) in the file-descriptor store: \(error)", metadata: ["name": "\(name)"])
+            }
+        }
         let changes: DeclaredPorts.Changes
         do throws(SystemCallError) {
             changes = try declared.reconcile(settings.declaredPorts, restored: restored, now: startedAtWall)

@@ -11,9 +11,10 @@
 //
 // Invariants: every passed descriptor lands in exactly one place, so the
 // caller can close whatever it does not use; when the same port name comes
-// twice (two different sockets stored under one name), the first is kept
-// and the others are unused; a "port/…" descriptor is never taken for the
-// control socket, even when it is the only one passed. Pure.
+// more than once (several sockets stored under one name), all are listed
+// in the order passed, for the caller to take the first that checks out;
+// a "port/…" descriptor is never taken for the control socket, even when
+// it is the only one passed. Pure.
 
 extension ListenFDs {
     /// The FDNAME prefix of declared ports' sockets.
@@ -34,7 +35,8 @@ extension ListenFDs {
     struct Classified: Equatable, Sendable {
         /// The control socket (see `selectControl(from:)`).
         var control: Passed?
-        /// Declared ports' sockets by port name, in the order passed.
+        /// Declared ports' sockets with their port names, in the order
+        /// passed (a name may come more than once).
         var declaredPorts: [(name: String, fileDescriptor: Int32)]
         /// Everything else: the caller closes these.
         var unused: [Passed]
@@ -45,7 +47,7 @@ extension ListenFDs {
                 && a.declaredPorts.map(\.fileDescriptor) == b.declaredPorts.map(\.fileDescriptor)
         }
 
-        /// The socket passed back for the declared port `name`, if any.
+        /// The first socket passed back for the declared port `name`, if any.
         func declaredPort(named name: String) -> Int32? {
             declaredPorts.first { $0.name == name }?.fileDescriptor
         }
@@ -58,11 +60,7 @@ extension ListenFDs {
         var rest: [Passed] = []
         for descriptor in passed {
             if let name = declaredPortName(fromFileDescriptorName: descriptor.name) {
-                if ports.contains(where: { $0.name == name }) {
-                    unused.append(descriptor)
-                } else {
-                    ports.append((name, descriptor.fileDescriptor))
-                }
+                ports.append((name, descriptor.fileDescriptor))
             } else {
                 rest.append(descriptor)
             }
