@@ -78,7 +78,7 @@ final class ControlListener {
             throw .badInheritedSocket(fileDescriptor: passed.fileDescriptor, name: passed.name)
         }
         do {
-            try LocalSocket.setNonBlocking(passed.fileDescriptor, true)  // accept until EAGAIN
+            try Descriptor.setNonBlocking(passed.fileDescriptor, true)  // accept until EAGAIN
         } catch {
             throw .system(error)
         }

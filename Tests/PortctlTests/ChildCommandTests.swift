@@ -107,9 +107,9 @@ import Testing
     }
 
     @Test func wrapperArgumentsAndEnvironment() {
-        #expect(SocketActivation.arguments(for: ["prog", "a b"]) == ["/bin/sh", "-c", SocketActivation.wrapper, "prog", "a b"])
+        #expect(Spawn.socketActivationArguments(for: ["prog", "a b"]) == ["/bin/sh", "-c", Spawn.listenPIDWrapper, "prog", "a b"])
         #expect(
-            SocketActivation.environment(base: ["LISTEN_PID=1", "LISTEN_FDS=9", "HOME=/h"], name: "n") == [
+            Spawn.socketActivationEnvironment(base: ["LISTEN_PID=1", "LISTEN_FDS=9", "HOME=/h"], name: "n") == [
                 "HOME=/h", "LISTEN_FDS=1", "LISTEN_FDNAMES=n",
             ])
     }

@@ -111,13 +111,11 @@ final class NotifySocket {
             }
             let left = deadline - MonotonicInstant.now()
             if left <= .zero { return nil }
-            var entries = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
-            if let sender { entries.append(pollfd(fd: sender.exitEvent, events: Int16(POLLIN), revents: 0)) }
-            let ms = Int32(clamping: left.nanosecondsClamped / 1_000_000 + 1)
-            let r = poll(&entries, nfds_t(entries.count), ms)
-            if r < 0 && port_errno() != EINTR { throw HarnessError.unexpected("poll failed") }
+            var entries: [(fd: Int32, events: Poll.Events)] = [(fd, .readable)]
+            if let sender { entries.append((sender.exitEvent, .readable)) }
+            let ready = try Poll.wait(entries, timeout: left)
             // A datagram sent just before the exit is still read first.
-            if entries[0].revents == 0 && entries.count > 1 && entries[1].revents != 0 { return nil }
+            if ready[0].isEmpty && ready.count > 1 && !ready[1].isEmpty { return nil }
         }
     }
 
@@ -131,8 +129,20 @@ final class NotifySocket {
         return store.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
     }
 
-    /// One datagram already queued, or nil.
-    private func receiveNow() throws -> String? {
+    /// One datagram with the descriptors that came with it.
+    struct Datagram {
+        let text: String
+        /// Received descriptors; whoever takes the datagram closes them.
+        let descriptors: [Int32]
+        var lines: [Substring] { text.split(separator: "\n") }
+    }
+
+    /// The socket, for a test that watches it from a run loop.
+    var descriptor: Int32 { fd }
+
+    /// One datagram already queued, or nil, as it came: the caller owns its
+    /// descriptors (nothing goes into `store`).
+    func receiveDatagram() throws -> Datagram? {
         let control = ControlMessage.Buffer(descriptors: 16, credentials: true)
         let result = try buffer.withUnsafeMutableBytes { data throws(SystemCallError) in
             try UnixSocket.receive(fd, into: data, control: control)
@@ -141,24 +151,43 @@ final class NotifySocket {
         case .wouldBlock, .connectionReset:
             return nil
         case .endOfStream:
-            return ""  // an empty datagram
+            return Datagram(text: "", descriptors: [])  // an empty datagram
         case .record(let record):
             var descriptors = [Int32](repeating: -1, count: 16)
             let parsed = descriptors.withUnsafeMutableBufferPointer { out in
                 ControlMessage.parse(control, length: record.controlLength, truncated: record.controlTruncated, descriptors: out)
             }
-            let received = Array(descriptors[..<parsed.descriptorCount])
-            let text = String(decoding: buffer[..<record.byteCount], as: UTF8.self)
-            let lines = text.split(separator: "\n")
-            let fdName = lines.first { $0.hasPrefix("FDNAME=") }.map { String($0.dropFirst("FDNAME=".count)) } ?? "stored"
-            if lines.contains("FDSTORE=1"), received.count == 1 {
-                if let old = store.updateValue(received[0], forKey: fdName) { LocalSocket.close(old) }
-            } else {
-                received.forEach(LocalSocket.close)
-                if lines.contains("FDSTOREREMOVE=1"), let old = store.removeValue(forKey: fdName) { LocalSocket.close(old) }
-            }
-            return text
+            #expect(!parsed.truncated && parsed.unexpected == 0)
+            return Datagram(
+                text: String(decoding: buffer[..<record.byteCount], as: UTF8.self),
+                descriptors: Array(descriptors[..<parsed.descriptorCount]))
         }
+    }
+
+    /// The next datagram as it came, waiting up to `timeout`; nil when none came.
+    func nextDatagram(timeout: Duration = HarnessTimeout) throws -> Datagram? {
+        let deadline = MonotonicInstant.now() + timeout
+        while true {
+            if let datagram = try receiveDatagram() { return datagram }
+            let left = deadline - MonotonicInstant.now()
+            if left <= .zero { return nil }
+            if try LocalSocket.wait(fd, for: .readable, timeout: left).isEmpty { return nil }
+        }
+    }
+
+    /// One datagram already queued, or nil, its descriptors kept as
+    /// systemd's store keeps them.
+    private func receiveNow() throws -> String? {
+        guard let datagram = try receiveDatagram() else { return nil }
+        let lines = datagram.lines
+        let fdName = lines.first { $0.hasPrefix("FDNAME=") }.map { String($0.dropFirst("FDNAME=".count)) } ?? "stored"
+        if lines.contains("FDSTORE=1"), datagram.descriptors.count == 1 {
+            if let old = store.updateValue(datagram.descriptors[0], forKey: fdName) { LocalSocket.close(old) }
+        } else {
+            datagram.descriptors.forEach(LocalSocket.close)
+            if lines.contains("FDSTOREREMOVE=1"), let old = store.removeValue(forKey: fdName) { LocalSocket.close(old) }
+        }
+        return datagram.text
     }
 
     /// Waits until a datagram contains the line `assignment` (e.g. "READY=1");

@@ -9,6 +9,7 @@
 
 import Foundation
 import Glibc
+import Synchronization
 import Testing
 
 @testable import PortCore
@@ -237,15 +238,31 @@ import Testing
         #expect(try client.lookUp(long).words == ["not-found", "message=the owner of \(long) no longer listens on it"])
     }
 
-    @Test func aWaitingLookupIsAnsweredWhenTheNameAppears() async throws {
+    @Test func aWaitingLookupIsAnsweredWhenTheNameAppears() throws {
         let portd = try Running(environment: ["PORTD_LOG_LEVEL": "debug"])
         let waiter = try portd.client()
-        async let answer = waiter.requestAsync(MessageID.lookUp, ["late", "wait_ms=20000"])
+        // The lookup waits on a thread of its own: an `async let` child task
+        // needs a thread of the cooperative pool, which the other tests'
+        // blocking waits may hold for longer than this test's bounds.
+        let answer = Mutex<Result<PCPortMessage, HarnessError>?>(nil)
+        let answered = Flag()
+        Thread {
+            let result = Result { () throws(HarnessError) -> PCPortMessage in
+                do {
+                    return try waiter.request(MessageID.lookUp, ["late", "wait_ms=20000"])
+                } catch {
+                    throw HarnessError.unexpected("\(error)")
+                }
+            }
+            answer.withLock { $0 = result }
+            answered.signal()
+        }.start()
         // Register only once portd holds the lookup: it says so in its log.
         try portd.daemon.child.waitForStandardError(containing: "lookup waits for late")
         let owner = try portd.client()
         #expect(try owner.register("late").words.first == "registered")
-        let reply = try await answer
+        #expect(answered.wait(), "the waiting lookup was never answered")
+        let reply = try #require(answer.withLock { $0 }).get()
         #expect(reply.words.first == "found")
         #expect(reply.ports.count == 1)
     }

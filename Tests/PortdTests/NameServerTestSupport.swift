@@ -78,18 +78,6 @@ final class NameClient: Sendable {
         }
     }
 
-    /// As `request`, from async code (the wait does not block a thread).
-    func requestAsync(_ msgid: UInt32, _ words: [String] = [], timeout: Duration = HarnessTimeout) async throws
-        -> PCPortMessage
-    {
-        switch try await right.request(
-            PCPortMessage(msgid: msgid, strings: words), sendTimeout: timeout, receiveTimeout: timeout)
-        {
-        case .reply(let reply): return reply
-        case let other: throw HarnessError.unexpected("no reply to \(msgid) \(words): \(other)")
-        }
-    }
-
     /// REGISTER; returns the reply.
     func register(_ name: String, _ options: [String] = [], notify: Inbox? = nil) throws -> PCPortMessage {
         try request(MessageID.register, [name] + options, replyPort: notify.map { try $0.port.makeSendRight() })

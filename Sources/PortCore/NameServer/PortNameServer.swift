@@ -142,7 +142,7 @@ public final class PortNameServer: Sendable {
         do throws(SystemCallError) {
             try LocalSocket.setSendTimeout(fd, timeout)
             outcome = try LocalSocket.connect(fd, path: path)
-            try LocalSocket.setNonBlocking(fd, true)
+            try Descriptor.setNonBlocking(fd, true)
         } catch {
             LocalSocket.close(fd)
             throw mapped(error)

@@ -67,12 +67,20 @@ public enum UnixSocket {
     }
 
     /// Accepts one pending connection, CLOEXEC|NONBLOCK, or returns nil when
-    /// none is pending. The corresponding C function is `accept4`.
+    /// none is pending. A connection reset before it was accepted
+    /// (ECONNABORTED) is skipped: the next one is taken. The corresponding C
+    /// function is `accept4`.
     public static func accept(_ fd: Int32) throws(SystemCallError) -> Int32? {
         let flags = Int32(SOCK_CLOEXEC.rawValue | SOCK_NONBLOCK.rawValue)
-        switch try SystemCall.run("accept4", { port_accept4(fd, flags) }) {
-        case .done(let c): return c
-        case .wouldBlock: return nil
+        while true {
+            do {
+                switch try SystemCall.run("accept4", { port_accept4(fd, flags) }) {
+                case .done(let c): return c
+                case .wouldBlock: return nil
+                }
+            } catch where error.errno == .connectionAbort {
+                continue
+            }
         }
     }
 

@@ -38,13 +38,10 @@ final class DeclaredPorts {
         let file: PortSocketFile
         /// When the port came to be served by this portd, Unix ms.
         let sinceMilliseconds: UInt64
-        /// Whether the socket came back from the file-descriptor store.
-        let restored: Bool
         /// Whether the service manager holds a copy (its file then outlives portd).
         var stored = false
-        /// Check-ins so far, and the last one's credentials.
+        /// Check-ins so far.
         var checkIns = 0
-        var lastCheckIn: Credentials?
     }
 
     /// A listening socket passed back by the service manager, already
@@ -147,7 +144,7 @@ final class DeclaredPorts {
             }
             ports[name] = Port(
                 name: name, checkInUIDs: u, checkInGIDs: g, listening: SendRight(adopting: fd), descriptor: fd,
-                file: file, sinceMilliseconds: now, restored: wasRestored)
+                file: file, sinceMilliseconds: now)
             changes.added.append(name)
             if wasRestored { changes.restored.append(name) }
         }
@@ -161,9 +158,8 @@ final class DeclaredPorts {
     }
 
     /// Counts a check-in.
-    func recordCheckIn(_ name: PortName, by who: Credentials) {
+    func recordCheckIn(_ name: PortName) {
         ports[name]?.checkIns += 1
-        ports[name]?.lastCheckIn = who
     }
 
     /// Closes portd's descriptors (at shutdown; a service that checked in
@@ -174,9 +170,6 @@ final class DeclaredPorts {
         for port in ports.values { close(port, keepingFile: port.stored) }
         ports.removeAll()
     }
-
-    /// Whether any port's file is kept at shutdown.
-    var keepsFiles: Bool { ports.values.contains { $0.stored } }
 
     private func close(_ port: Port, keepingFile: Bool) {
         port.listening.invalidate()

@@ -136,9 +136,6 @@ final class NameServer {
         activator.configure(ports)
     }
 
-    /// How many times the service of the declared port `name` was started (tests).
-    func activations(of name: PortName) -> Int { activator.starts(of: name) }
-
     /// Stops serving: closes every connection and the control socket,
     /// removes every socket file portd made. Idempotent.
     func stop() {
@@ -214,11 +211,6 @@ final class NameServer {
                 logger.warning("cannot drop \(name) from the file-descriptor store: \(error)", metadata: ["name": "\(name)"])
             }
         }
-    }
-
-    /// The counts for the service manager's STATUS=.
-    var counts: (names: Int, clients: Int, declared: Int) {
-        (registry.nameCount, registry.clientCount, declared.count)
     }
 
     /// One line for the service manager's STATUS=.
@@ -564,7 +556,7 @@ final class NameServer {
         guard port.checkInUIDs.contains(c.sender.uid) || c.groups.contains(where: port.checkInGIDs.contains) else {
             return refuse(c, .denied, "uid \(c.sender.uid) may not check in for \(name)")
         }
-        declared.recordCheckIn(name, by: c.sender)
+        declared.recordCheckIn(name)
         activator.checkedIn(name, by: c.client)
         logger.info("service checked in for \(name) (check-in \(port.checkIns + 1))", metadata: c.who)
         return NameServerReply.make(c.msgid, [.text("checked-in"), .port(port.listening)])

@@ -67,7 +67,6 @@ final class PortActivator {
         var awaitingCheckInUntil: MonotonicInstant?
         var lastStart: MonotonicInstant?
         var timer: PCTimer?
-        var starts = 0
         /// Failed starts in a row (see the header).
         var failures = 0
 
@@ -95,9 +94,6 @@ final class PortActivator {
         self.controlSocketPath = controlSocketPath
         self.userInstance = userInstance
     }
-
-    /// How many times `name`'s service was started.
-    func starts(of name: PortName) -> Int { entries[name]?.starts ?? 0 }
 
     /// Follows the declared ports: `ports` maps each port with Exec= or
     /// Unit= to its listening descriptor and starter. Ports not listed stop
@@ -207,7 +203,6 @@ final class PortActivator {
         e.watch?.invalidate()
         e.watch = nil
         e.lastStart = loop.clock.now()
-        e.starts += 1
         let meta: Logger.Metadata = ["name": "\(name)"]
         do {
             switch e.starter {
@@ -230,18 +225,18 @@ final class PortActivator {
         evaluate(name)
     }
 
-    /// Spawns `command`; with `listening`, passed as descriptor 3 the way
-    /// socket activation does.
+    /// Spawns `command`; with `listening`, passed the way socket activation
+    /// does (Spawn.startActivated). The socket stays non-blocking: its file
+    /// description is shared with portd and with services that check in.
     private func start(_ command: [String], listening: Int32?, name: PortName) throws(SystemCallError) -> Int32 {
         let inherited = Spawn.currentEnvironment.filter { variable in
-            !["LISTEN_", "NOTIFY_SOCKET=", "WATCHDOG_", "PORTD_SOCKET="].contains { variable.hasPrefix($0) }
+            !["NOTIFY_SOCKET=", "WATCHDOG_", "PORTD_SOCKET="].contains { variable.hasPrefix($0) }
         }
-        var environment = inherited + ["PORTD_SOCKET=\(controlSocketPath)", "PORTD_PORT_NAME=\(name)"]
-        guard let listening else { return try Spawn.start(command, environment: environment) }
-        environment += ["LISTEN_FDS=1", "LISTEN_FDNAMES=\(name)"]
-        return try Spawn.start(
-            ["/bin/sh", "-c", "export LISTEN_PID=$$; exec \"$0\" \"$@\""] + command, environment: environment,
-            descriptors: [3: listening])
+        let environment = inherited + ["PORTD_SOCKET=\(controlSocketPath)", "PORTD_PORT_NAME=\(name)"]
+        guard let listening else {
+            return try Spawn.start(command, environment: environment.filter { !$0.hasPrefix("LISTEN_") })
+        }
+        return try Spawn.startActivated(command, listening: listening, name: name.value, environment: environment)
     }
 
     private func watchExit(of pid: Int32, name: PortName) throws(SystemCallError) -> Child {
@@ -253,19 +248,20 @@ final class PortActivator {
         do {
             try loop.add(source, forMode: mode)
         } catch {
-            Descriptor.close(descriptor)
-            throw SystemCallError(call: "epoll_ctl(pidfd)", errno: .init(rawValue: EINVAL))
+            source.invalidate()  // closes the pidfd, once
+            throw error
         }
         return Child(pid: pid, exit: source)
     }
 
     private func childExited(_ pid: Int32, name: PortName) {
-        let how = (try? Spawn.wait(pid)).flatMap { $0 }.map(\.description) ?? "ended"
+        let termination = (try? Spawn.wait(pid)).flatMap { $0 }
+        let how = termination?.description ?? "ended"
         if orphans.removeValue(forKey: pid) != nil { return }
         guard entries[name]?.child?.pid == pid else { return }
         entries[name]!.child = nil
         let meta: Logger.Metadata = ["name": "\(name)", "pid": "\(pid)"]
-        let succeeded = how == "exited with status 0"
+        let succeeded = termination == .exited(0)
         if case .unit = entries[name]!.starter {
             if !succeeded {
                 entries[name]!.failures += 1

@@ -56,7 +56,6 @@ extension ListenFDs {
     /// Sorts `passed` into the control socket, declared ports and the rest.
     static func classify(_ passed: [Passed]) -> Classified {
         var ports: [(name: String, fileDescriptor: Int32)] = []
-        var unused: [Passed] = []
         var rest: [Passed] = []
         for descriptor in passed {
             if let name = declaredPortName(fromFileDescriptorName: descriptor.name) {
@@ -65,10 +64,7 @@ extension ListenFDs {
                 rest.append(descriptor)
             }
         }
-        let (control, others) = selectControl(from: rest)
-        // Keep the order in which they were passed.
-        let leftOver = Set((others + unused).map(\.fileDescriptor))
-        return Classified(
-            control: control, declaredPorts: ports, unused: passed.filter { leftOver.contains($0.fileDescriptor) })
+        let (control, others) = selectControl(from: rest)  // `others` keeps the order passed
+        return Classified(control: control, declaredPorts: ports, unused: others)
     }
 }

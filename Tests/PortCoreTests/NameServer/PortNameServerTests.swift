@@ -117,6 +117,19 @@ import Testing
 
 @Suite struct PortNameServerConnectTests {
     /// A fresh directory under /tmp, removed at the end.
+    /// A listening socket at `path` that never accepts on its own: a "daemon" that does not answer.
+    private func silentListener(at path: String) throws -> Int32 {
+        let listener = try UnixSocket.makeSocket()
+        do {
+            try UnixSocket.bind(listener, to: UnixSocketAddress(path: path))
+            try UnixSocket.listen(listener)
+        } catch {
+            close(listener)
+            throw error
+        }
+        return listener
+    }
+
     private func withDirectory(_ body: (String) throws -> Void) throws {
         var template = Array("/tmp/portd-ns-XXXXXX".utf8CString)
         let dir = String(cString: try #require(mkdtemp(&template)))
@@ -156,10 +169,8 @@ import Testing
     @Test func aSilentListenerTimesOutAndAHangUpIsConnectionLost() throws {
         try withDirectory { dir in
             let path = "\(dir)/silent.sock"
-            let listener = try UnixSocket.makeSocket()
+            let listener = try silentListener(at: path)
             defer { close(listener) }
-            try UnixSocket.bind(listener, to: UnixSocketAddress(path: path))
-            try UnixSocket.listen(listener)
             // The connect succeeds through the backlog; the reply never comes.
             let client = try PortNameServer(socketPath: path, timeout: .milliseconds(50))
             #expect {
@@ -193,10 +204,8 @@ import Testing
     @Test func badNamesFailBeforeAnyRequest() throws {
         try withDirectory { dir in
             let path = "\(dir)/silent.sock"
-            let listener = try UnixSocket.makeSocket()
+            let listener = try silentListener(at: path)
             defer { close(listener) }
-            try UnixSocket.bind(listener, to: UnixSocketAddress(path: path))
-            try UnixSocket.listen(listener)
             let client = try PortNameServer(socketPath: path, timeout: .milliseconds(50))
             for bad in ["a/b", "..", ""] {
                 #expect {

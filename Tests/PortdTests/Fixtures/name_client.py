@@ -20,6 +20,7 @@
         drop to UID (and gid UID), send STATUS, print the reply's components on stdout.
 """
 import os
+import select
 import signal
 import socket
 import struct
@@ -89,9 +90,11 @@ def main():
         if os.environ.get("LISTEN_PID") != str(os.getpid()) or os.environ.get("LISTEN_FDS") != "1":
             print("bad LISTEN_PID/LISTEN_FDS", flush=True)
             return 1
+        # The socket is shared with portd and stays non-blocking (portd.conf(5)).
         listening = socket.socket(fileno=3)
-        listening.setblocking(True)
+        select.select([listening], [], [])
         conn, _ = listening.accept()
+        conn.setblocking(True)
         record = conn.recv(65536)
         name = os.environ.get("LISTEN_FDNAMES")
         has_socket = "PORTD_SOCKET set" if os.environ.get("PORTD_SOCKET") else "no PORTD_SOCKET"

@@ -1,7 +1,7 @@
 // SystemdNotificationTests: what portd tells the service manager, received
-// on a NOTIFY_SOCKET the test binds itself (an abstract AF_UNIX datagram
-// socket, as in the integration harness), with the descriptors that come
-// along (SCM_RIGHTS):
+// on a NOTIFY_SOCKET the test binds itself (the integration harness's
+// NotifySocket, an abstract AF_UNIX datagram socket), with the descriptors
+// that come along (SCM_RIGHTS):
 //   - the watchdog interval from WATCHDOG_USEC/WATCHDOG_PID, and WATCHDOG=1
 //     arriving from a run-loop timer at half the interval;
 //   - RELOADING=1 with MONOTONIC_USEC=, then READY=1, around a reload;
@@ -34,62 +34,6 @@ private func withEnvironment<T>(_ values: [String: String?], _ body: () throws -
     return try body()
 }
 
-/// The test's NOTIFY_SOCKET, receiving datagrams with their descriptors.
-private final class NotifyReceiver {
-    struct Datagram {
-        let text: String
-        /// Received descriptors; the test closes them.
-        let descriptors: [Int32]
-        var lines: [Substring] { text.split(separator: "\n") }
-    }
-
-    let fd: Int32
-    let address: String
-
-    init() throws {
-        fd = try LocalSocket.make(.datagram)
-        let name = "portd-test-notify-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
-        try LocalSocket.bind(fd, abstractName: name)
-        address = "@\(name)"
-    }
-
-    deinit { LocalSocket.close(fd) }
-
-    /// The next datagram, waiting up to `timeout`; nil when none came.
-    func next(timeout: Duration = HarnessTimeout) throws -> Datagram? {
-        let deadline = MonotonicInstant.now() + timeout
-        while true {
-            if let datagram = try receiveNow() { return datagram }
-            let left = deadline - MonotonicInstant.now()
-            if left <= .zero { return nil }
-            if try LocalSocket.wait(fd, for: .readable, timeout: left).isEmpty { return nil }
-        }
-    }
-
-    /// A datagram already queued, or nil.
-    func receiveNow() throws -> Datagram? {
-        let data = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 1)
-        defer { data.deallocate() }
-        let control = ControlMessage.Buffer(descriptors: 8, credentials: true)
-        switch try UnixSocket.receive(fd, into: data, control: control) {
-        case .wouldBlock, .connectionReset:
-            return nil
-        case .endOfStream:
-            return Datagram(text: "", descriptors: [])
-        case .record(let record):
-            var descriptors = [Int32](repeating: -1, count: 8)
-            let parsed = descriptors.withUnsafeMutableBufferPointer { buffer in
-                ControlMessage.parse(
-                    control, length: record.controlLength, truncated: record.controlTruncated, descriptors: buffer)
-            }
-            #expect(!parsed.truncated && parsed.unexpected == 0)
-            return Datagram(
-                text: String(decoding: UnsafeRawBufferPointer(rebasing: data[..<record.byteCount]), as: UTF8.self),
-                descriptors: Array(descriptors[..<parsed.descriptorCount]))
-        }
-    }
-}
-
 /// A listening SOCK_SEQPACKET socket at a path in `dir`.
 private func listeningSocket(in dir: TemporaryDirectory, _ name: String) throws -> (fd: Int32, path: String) {
     let path = dir.appending(name)
@@ -119,7 +63,7 @@ private func listeningSocket(in dir: TemporaryDirectory, _ name: String) throws 
     }
 
     @Test func watchdogPingsArriveAtHalfTheInterval() throws {
-        let receiver = try NotifyReceiver()
+        let receiver = try NotifySocket()
         let interval: Duration = .milliseconds(200)
         try withEnvironment([
             "NOTIFY_SOCKET": receiver.address, "WATCHDOG_USEC": "200000", "WATCHDOG_PID": "\(getpid())",
@@ -134,8 +78,8 @@ private func listeningSocket(in dir: TemporaryDirectory, _ name: String) throws 
             // The loop that sends the pings also receives them: the pings are
             // proof that the loop turns, which is the point of the watchdog.
             var arrivals: [MonotonicInstant] = []
-            let source = PortSource(fileDescriptor: receiver.fd) { _ in
-                while let datagram = try? receiver.receiveNow() {
+            let source = PortSource(fileDescriptor: receiver.descriptor) { _ in
+                while let datagram = try? receiver.receiveDatagram() {
                     #expect(datagram.text == "WATCHDOG=1")
                     arrivals.append(.now())
                     if arrivals.count == 3 { loop.stop() }
@@ -156,13 +100,13 @@ private func listeningSocket(in dir: TemporaryDirectory, _ name: String) throws 
     }
 
     @Test func reloadSendsReloadingThenReady() throws {
-        let receiver = try NotifyReceiver()
+        let receiver = try NotifySocket()
         try withEnvironment(["NOTIFY_SOCKET": receiver.address]) {
             var errors: [SystemCallError] = []
             let before = MonotonicInstant.now().nanoseconds / 1_000
-            var seenDuringReload: NotifyReceiver.Datagram? = nil
+            var seenDuringReload: NotifySocket.Datagram? = nil
             let outcome = SystemdNotifier().aroundReload(onError: { errors.append($0) }) {
-                seenDuringReload = try? receiver.next()
+                seenDuringReload = try? receiver.nextDatagram()
                 return (outcome: 42, status: "Serving /run/portd/portd.sock (configuration reloaded)")
             }
             let after = MonotonicInstant.now().nanoseconds / 1_000
@@ -176,14 +120,14 @@ private func listeningSocket(in dir: TemporaryDirectory, _ name: String) throws 
             let microseconds = try #require(UInt64(stamp.dropFirst("MONOTONIC_USEC=".count)))
             #expect(before <= microseconds && microseconds <= after, "MONOTONIC_USEC is CLOCK_MONOTONIC in µs")
 
-            let ready = try #require(try receiver.next())
+            let ready = try #require(try receiver.nextDatagram())
             #expect(ready.lines == ["READY=1", "STATUS=Serving /run/portd/portd.sock (configuration reloaded)"])
-            #expect(try receiver.receiveNow() == nil)
+            #expect(try receiver.receiveDatagram() == nil)
         }
     }
 
     @Test func fileDescriptorStoreCarriesTheDeclaredPortsSockets() throws {
-        let receiver = try NotifyReceiver()
+        let receiver = try NotifySocket()
         let dir = try TemporaryDirectory()
         let spooler = try listeningSocket(in: dir, "spooler.sock")
         let notes = try listeningSocket(in: dir, "notes.sock")
@@ -197,7 +141,7 @@ private func listeningSocket(in dir: TemporaryDirectory, _ name: String) throws 
             #expect(try notifier.storeDeclaredPort(named: "me.notes", fileDescriptor: notes.fd))
 
             for (port, socket) in [("org.example.spooler", spooler), ("me.notes", notes)] {
-                let datagram = try #require(try receiver.next())
+                let datagram = try #require(try receiver.nextDatagram())
                 defer { datagram.descriptors.forEach(LocalSocket.close) }
                 #expect(datagram.lines == ["FDSTORE=1", "FDNAME=port/\(port)"])
                 try #require(datagram.descriptors.count == 1)
@@ -219,19 +163,19 @@ private func listeningSocket(in dir: TemporaryDirectory, _ name: String) throws 
             }
 
             #expect(try notifier.removeStoredDeclaredPort(named: "me.notes"))
-            let removal = try #require(try receiver.next())
+            let removal = try #require(try receiver.nextDatagram())
             #expect(removal.lines == ["FDSTOREREMOVE=1", "FDNAME=port/me.notes"])
             #expect(removal.descriptors.isEmpty)
         }
     }
 
     @Test func statusCarriesTheCounts() throws {
-        let receiver = try NotifyReceiver()
+        let receiver = try NotifySocket()
         try withEnvironment(["NOTIFY_SOCKET": receiver.address]) {
             let counts = SystemdStatus(
                 socketPath: "/run/portd/portd.sock", names: 12, clients: 1, declaredPorts: 2, pendingLookups: 0, refusals: 3)
             #expect(try SystemdNotifier().status(counts))
-            let datagram = try #require(try receiver.next())
+            let datagram = try #require(try receiver.nextDatagram())
             #expect(
                 datagram.text
                     == "STATUS=Serving /run/portd/portd.sock: 12 names, 1 client, 2 declared ports, 0 pending lookups, 3 refusals")
