@@ -1,5 +1,6 @@
 // swift-tools-version:6.0
-// portd: named message ports for Linux. See README.md and shared DESIGN.md.
+// portd: named message ports for Linux. See README.md and docs/DESIGN.md,
+// which draws the targets below and the one direction their arrows take.
 import PackageDescription
 
 let package = Package(
@@ -24,18 +25,50 @@ let package = Package(
             pkgConfig: "libsystemd",
             providers: [.apt(["libsystemd-dev"])]
         ),
+
+        // The layers of the library, each importing only those below it.
+        // PortSystem: every system call, once (the only Swift target that
+        // imports Glibc or CPortSystem).
         .target(
-            name: "PortCore",
+            name: "PortSystem",
             dependencies: [
                 "CPortSystem",
-                .product(name: "Logging", package: "swift-log"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
+        // PortWire: the record format, pure values, no I/O.
+        .target(name: "PortWire"),
+        // PortRunLoop: run loops, modes, sources, timers, observers.
+        .target(name: "PortRunLoop", dependencies: ["PortSystem"]),
+        // PortMessaging: ports, send rights, port messages, request/reply, check-in.
+        .target(
+            name: "PortMessaging",
+            dependencies: [
+                "PortSystem", "PortWire", "PortRunLoop",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // PortNameProtocol: the name server's vocabulary, shared by the
+        // client and portd; pure values over PortWire.
+        .target(name: "PortNameProtocol", dependencies: ["PortWire"]),
+        // PortNameClient: the client of portd (PortNameServer).
+        .target(
+            name: "PortNameClient",
+            dependencies: ["PortSystem", "PortWire", "PortRunLoop", "PortMessaging", "PortNameProtocol"]
+        ),
+        // PortCore: the one import; re-exports the layers above.
+        .target(
+            name: "PortCore",
+            dependencies: ["PortSystem", "PortWire", "PortRunLoop", "PortMessaging", "PortNameProtocol", "PortNameClient"]
+        ),
+        // PortActivation: systemd's socket-activation protocol, the launching
+        // side (LISTEN_FDS), for portctl register and portd's Exec=.
+        .target(name: "PortActivation", dependencies: ["PortSystem"]),
+
         .executableTarget(
             name: "portd",
             dependencies: [
-                "PortCore", "CSystemd", "CPortSystem",
+                "PortCore", "PortActivation", "CSystemd",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -43,26 +76,26 @@ let package = Package(
         .executableTarget(
             name: "portctl",
             dependencies: [
-                "PortCore",
+                "PortCore", "PortActivation",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .testTarget(
             name: "PortCoreTests",
-            dependencies: ["PortCore", "CPortSystem"],
+            dependencies: ["PortCore", "CPortSystem", "PortSystem", "PortWire", "PortRunLoop", "PortMessaging", "PortNameProtocol", "PortNameClient"],
             exclude: ["Fixtures"]  // Python peers the tests run, not sources
         ),
         // Unit tests of portd's parts (@testable import portd) and
         // integration tests that run the built portd and portctl binaries.
         .testTarget(
             name: "PortdTests",
-            dependencies: ["PortCore", "CPortSystem", "portd"],
+            dependencies: ["PortCore", "CPortSystem", "portd", "PortActivation", "PortSystem", "PortWire", "PortRunLoop", "PortMessaging", "PortNameProtocol", "PortNameClient"],
             exclude: ["Fixtures"]
         ),
         // Unit tests of portctl's parts (@testable import portctl), without a daemon.
         .testTarget(
             name: "PortctlTests",
-            dependencies: ["PortCore", "portctl"]
+            dependencies: ["PortCore", "portctl", "PortActivation", "PortSystem", "PortWire", "PortRunLoop", "PortMessaging", "PortNameProtocol", "PortNameClient"]
         ),
     ],
     swiftLanguageModes: [.v6]

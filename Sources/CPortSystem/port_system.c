@@ -13,6 +13,7 @@ int port_memfd_create(const char *name, unsigned int flags) { return memfd_creat
 int port_pipe2(int fds[2], int flags) { return pipe2(fds, flags); }
 int port_pidfd_open(pid_t pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }
 int port_errno(void) { return errno; }
+pid_t port_gettid(void) { return (pid_t)syscall(SYS_gettid); }
 int port_add_seals(int fd, unsigned int seals) { return fcntl(fd, F_ADD_SEALS, seals); }
 int port_get_seals(int fd) { return fcntl(fd, F_GET_SEALS); }
 

@@ -1,6 +1,6 @@
 // SocketActivation: `register NAME -- COMMAND` hands COMMAND the name's
 // receive right the way systemd's socket activation does (PortCore's
-// Spawn.startActivated: descriptor 3, LISTEN_FDS=1, LISTEN_FDNAMES=NAME,
+// SocketActivationLaunch.start: descriptor 3, LISTEN_FDS=1, LISTEN_FDNAMES=NAME,
 // LISTEN_PID). As under systemd, the socket is blocking (O_NONBLOCK
 // cleared: the receive right is COMMAND's alone) and nothing else is
 // inherited but standard input, output and error.
@@ -9,11 +9,11 @@
 // SIGUSR1 and SIGUSR2 sent to it with kill(2); the same signals generated
 // by a terminal (Ctrl-C) reach COMMAND directly, so they are not sent twice.
 
-import Glibc
+import PortActivation
 import PortCore
 
 enum SocketActivation {
-    static let relayedSignals: [Int32] = [SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2]
+    static let relayedSignals: [Int32] = [Signal.terminate, Signal.interrupt, Signal.hangUp, Signal.quit, Signal.user1, Signal.user2]
 
     /// Starts `command` with `listening` as descriptor 3 and waits for it,
     /// relaying signals; returns how it ended.
@@ -30,7 +30,7 @@ enum SocketActivation {
             try? SignalFD.unblock(relayedSignals)
         }
         try Descriptor.setNonBlocking(listening, false)
-        let pid = try Spawn.startActivated(
+        let pid = try SocketActivationLaunch.start(
             command, listening: listening, name: name, environment: Spawn.currentEnvironment, extra: extraEnvironment)
         let exited = try Spawn.exitDescriptor(pid)
         defer { Descriptor.close(exited) }

@@ -4,8 +4,7 @@
 // SIGPIPE is ignored first, so a closed standard output or a command that
 // stops reading its input is an error value (EPIPE), not a crash.
 
-import Glibc
 import PortCore
 
-try? CurrentProcess.ignore(signal: SIGPIPE)
+try? CurrentProcess.ignore(signal: Signal.brokenPipe)
 PortctlCommand.main()

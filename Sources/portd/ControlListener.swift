@@ -22,6 +22,10 @@
 import PortCore
 
 final class ControlListener {
+    /// The control socket's backlog: connections the kernel queues while
+    /// portd is busy; beyond it a client's connect fails with EAGAIN.
+    static let backlog: Int32 = 128
+
     /// Where the socket came from.
     enum Origin: Equatable {
         /// Bound here; the file is ours to remove (`entry` identifies it).
@@ -106,7 +110,7 @@ final class ControlListener {
         }
         do throws(StartError) {
             try bindReplacingStale(fd, path: path)
-            try systemCall { () throws(SystemCallError) in try LocalSocket.listen(fd) }
+            try systemCall { () throws(SystemCallError) in try UnixSocket.listen(fd, backlog: Self.backlog) }
             if location.origin == .systemInstance {
                 // Every uid may connect to the system instance; who may do
                 // what is decided per request (policy, issue 4).

@@ -18,7 +18,6 @@
 // files removed) and the signal source is invalidated, so the caller may
 // remove the control socket file.
 
-import Glibc
 import Logging
 import PortCore
 
@@ -104,11 +103,11 @@ final class Daemon {
                 return
             }
             guard let signal else { return }
-            if signal == SIGHUP {
+            if signal == Signal.hangUp {
                 reload()
                 continue
             }
-            let name = signal == SIGTERM ? "SIGTERM" : signal == SIGINT ? "SIGINT" : "signal \(signal)"
+            let name = Signal.name(signal)
             logger.info("received \(name), stopping")
             notify("STOPPING=1") { () throws(SystemCallError) in
                 try setup.notifier.stopping(status: "Stopping (\(name))")

@@ -16,7 +16,6 @@
 // (its descriptor goes to the name server's port); the signalfd passes to
 // Daemon, whose run-loop source closes it.
 
-import Glibc
 import Logging
 import PortCore
 
@@ -42,8 +41,8 @@ struct DaemonSetup {
     static func prepare(_ command: PortdCommand, logger: Logger, startedAt: MonotonicInstant) -> DaemonSetup? {
         let signalDescriptor: Int32
         do {
-            signalDescriptor = try SignalFD.create(for: [SIGTERM, SIGINT, SIGHUP])
-            try CurrentProcess.ignore(signal: SIGPIPE)
+            signalDescriptor = try SignalFD.create(for: [Signal.terminate, Signal.interrupt, Signal.hangUp])
+            try CurrentProcess.ignore(signal: Signal.brokenPipe)
             // One descriptor per client: use the whole hard limit.
             let descriptors = try CurrentProcess.raiseDescriptorLimit()
             logger.debug("descriptor limit \(descriptors)")

@@ -3,13 +3,12 @@
 // errors (64); a failed set-up has been logged and exits 1; a run ends with
 // the status Daemon returns (0 after SIGTERM/SIGINT).
 
-import Glibc
 import PortCore
 
 let startedAt = MonotonicInstant.now()
 let command = PortdCommand.parseOrExit()
 let logger = LogDestination.bootstrap()
-guard let setup = DaemonSetup.prepare(command, logger: logger, startedAt: startedAt) else { exit(1) }
+guard let setup = DaemonSetup.prepare(command, logger: logger, startedAt: startedAt) else { CurrentProcess.exit(1) }
 let status = Daemon(setup).run()
 setup.tearDown()
-exit(status)
+CurrentProcess.exit(status)

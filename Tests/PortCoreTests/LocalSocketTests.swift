@@ -7,6 +7,12 @@ import Glibc
 import Testing
 
 @testable import PortCore
+@testable import PortMessaging
+@testable import PortNameClient
+@testable import PortNameProtocol
+@testable import PortRunLoop
+@testable import PortSystem
+@testable import PortWire
 
 @Suite struct LocalSocketTests {
     /// A listening socket in a fresh directory, with a connected client and the accepted server end.
@@ -23,7 +29,7 @@ import Testing
             path = "\(directory)/s.sock"
             listener = try LocalSocket.make(.seqPacket)
             try LocalSocket.bind(listener, path: path)
-            try LocalSocket.listen(listener)
+            try UnixSocket.listen(listener)
             client = try LocalSocket.make(.seqPacket)
             #expect(try LocalSocket.connect(client, path: path) == .connected)
             server = try #require(try LocalSocket.accept(listener))

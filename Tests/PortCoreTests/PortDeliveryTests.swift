@@ -6,6 +6,12 @@ import Glibc
 import Synchronization
 import Testing
 @testable import PortCore
+@testable import PortMessaging
+@testable import PortNameClient
+@testable import PortNameProtocol
+@testable import PortRunLoop
+@testable import PortSystem
+@testable import PortWire
 
 @Suite(.serialized) struct PortDeliveryTests {
     @Test func everyMessageOnceInPerSenderOrderFrom4ThreadsAnd4Processes() throws {

@@ -6,6 +6,12 @@ import Glibc
 import Synchronization
 import Testing
 @testable import PortCore
+@testable import PortMessaging
+@testable import PortNameClient
+@testable import PortNameProtocol
+@testable import PortRunLoop
+@testable import PortSystem
+@testable import PortWire
 
 /// A port served on its own loop thread until `stop()`.
 final class ServedPort: @unchecked Sendable {

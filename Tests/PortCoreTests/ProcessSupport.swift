@@ -4,6 +4,12 @@
 import Foundation
 import Glibc
 @testable import PortCore
+@testable import PortMessaging
+@testable import PortNameClient
+@testable import PortNameProtocol
+@testable import PortRunLoop
+@testable import PortSystem
+@testable import PortWire
 
 enum PeerProcess {
     static var fixtures: String {

@@ -7,6 +7,12 @@ import Glibc
 import Synchronization
 import Testing
 @testable import PortCore
+@testable import PortMessaging
+@testable import PortNameClient
+@testable import PortNameProtocol
+@testable import PortRunLoop
+@testable import PortSystem
+@testable import PortWire
 
 private let head = ["entry", "beforeTimers", "beforeSources", "beforeWaiting", "afterWaiting"]
 

@@ -5,6 +5,12 @@ import Foundation
 import Glibc
 import Synchronization
 @testable import PortCore
+@testable import PortMessaging
+@testable import PortNameClient
+@testable import PortNameProtocol
+@testable import PortRunLoop
+@testable import PortSystem
+@testable import PortWire
 
 /// Appends strings from any thread.
 final class Recorder: Sendable {

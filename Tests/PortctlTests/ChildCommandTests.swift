@@ -11,7 +11,14 @@ import Glibc
 import Testing
 
 @testable import PortCore
+@testable import PortMessaging
+@testable import PortNameClient
+@testable import PortNameProtocol
+@testable import PortRunLoop
+@testable import PortSystem
+@testable import PortWire
 @testable import portctl
+import PortActivation
 
 @Suite struct MessageCommandTests {
     /// portctl's main ignores SIGPIPE so that a command that stops reading
@@ -107,9 +114,9 @@ import Testing
     }
 
     @Test func wrapperArgumentsAndEnvironment() {
-        #expect(Spawn.socketActivationArguments(for: ["prog", "a b"]) == ["/bin/sh", "-c", Spawn.listenPIDWrapper, "prog", "a b"])
+        #expect(SocketActivationLaunch.arguments(for: ["prog", "a b"]) == ["/bin/sh", "-c", SocketActivationLaunch.listenPIDWrapper, "prog", "a b"])
         #expect(
-            Spawn.socketActivationEnvironment(base: ["LISTEN_PID=1", "LISTEN_FDS=9", "HOME=/h"], name: "n") == [
+            SocketActivationLaunch.environment(base: ["LISTEN_PID=1", "LISTEN_FDS=9", "HOME=/h"], name: "n") == [
                 "HOME=/h", "LISTEN_FDS=1", "LISTEN_FDNAMES=n",
             ])
     }

@@ -10,6 +10,12 @@ import Glibc
 import Testing
 
 @testable import PortCore
+@testable import PortMessaging
+@testable import PortNameClient
+@testable import PortNameProtocol
+@testable import PortRunLoop
+@testable import PortSystem
+@testable import PortWire
 
 @Suite struct DaemonLifecycleTests {
     @Test func startsServesAndStopsOnSIGTERM() throws {
@@ -124,7 +130,7 @@ import Testing
         let fd = try LocalSocket.make(.seqPacket)
         defer { LocalSocket.close(fd) }
         try LocalSocket.bind(fd, path: socket)
-        try LocalSocket.listen(fd)
+        try UnixSocket.listen(fd)
         let result = try runPortctl(["status", "--socket", socket, "--timeout", "0.2"])
         #expect(result.status == 75)
         #expect(result.standardError.contains("did not answer STATUS within 0.2 s"))

@@ -24,6 +24,12 @@ import Glibc
 import Testing
 
 @testable import PortCore
+@testable import PortMessaging
+@testable import PortNameClient
+@testable import PortNameProtocol
+@testable import PortRunLoop
+@testable import PortSystem
+@testable import PortWire
 
 /// The upper bound of every wait in the harness; reaching it is a failure.
 let HarnessTimeout: Duration = .seconds(20)

@@ -14,6 +14,12 @@ import Glibc
 import Testing
 
 @testable import PortCore
+@testable import PortMessaging
+@testable import PortNameClient
+@testable import PortNameProtocol
+@testable import PortRunLoop
+@testable import PortSystem
+@testable import PortWire
 @testable import portd
 
 @Suite struct FileDescriptorStoreTests {
@@ -88,10 +94,10 @@ import Testing
         // real one (it must not hide the real one).
         let foreign = try LocalSocket.make(.seqPacket)
         try LocalSocket.bind(foreign, path: dir.appending("foreign.sock"))
-        try LocalSocket.listen(foreign)
+        try UnixSocket.listen(foreign)
         let impostor = try LocalSocket.make(.seqPacket)
         try LocalSocket.bind(impostor, path: dir.appending("impostor.sock"))
-        try LocalSocket.listen(impostor)
+        try UnixSocket.listen(impostor)
         store = [("port/svc.kept", impostor)] + store + [("port/svc.foreign", foreign)]
         defer { store.forEach { LocalSocket.close($0.fd) } }
 

@@ -13,6 +13,12 @@ import Synchronization
 import Testing
 
 @testable import PortCore
+@testable import PortMessaging
+@testable import PortNameClient
+@testable import PortNameProtocol
+@testable import PortRunLoop
+@testable import PortSystem
+@testable import PortWire
 @testable import portd
 
 @Suite struct NameServerDaemonTests {

@@ -9,6 +9,12 @@ import Logging
 import Testing
 
 @testable import PortCore
+@testable import PortMessaging
+@testable import PortNameClient
+@testable import PortNameProtocol
+@testable import PortRunLoop
+@testable import PortSystem
+@testable import PortWire
 @testable import portd
 
 @Suite struct JournalLogHandlerTests {

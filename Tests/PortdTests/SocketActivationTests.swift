@@ -10,6 +10,12 @@ import Testing
 @testable import portd
 
 @testable import PortCore
+@testable import PortMessaging
+@testable import PortNameClient
+@testable import PortNameProtocol
+@testable import PortRunLoop
+@testable import PortSystem
+@testable import PortWire
 
 private let activator = "/usr/bin/systemd-socket-activate"
 

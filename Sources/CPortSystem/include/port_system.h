@@ -71,6 +71,8 @@ int port_pipe2(int fds[2], int flags);
 /* pidfd_open(2) (Linux 5.3): a descriptor that polls readable when the
  * process exits; CLOEXEC by definition. */
 int port_pidfd_open(pid_t pid);
+/* gettid(2): the calling thread's id (the process id on the main thread). */
+pid_t port_gettid(void);
 /* fcntl(F_ADD_SEALS / F_GET_SEALS): fcntl is variadic, so it gets a fixed
  * signature here. */
 int port_add_seals(int fd, unsigned int seals);

@@ -9,7 +9,6 @@
 // error. `AccountDatabase` is a protocol so that tests can resolve names
 // without depending on the machine's accounts.
 
-import Glibc
 import PortCore
 
 protocol AccountDatabase: Sendable {
@@ -19,54 +18,8 @@ protocol AccountDatabase: Sendable {
     func groupID(named name: String) throws(SystemCallError) -> UInt32?
 }
 
-/// The system's account database.
+/// The system's account database (PortSystem's Accounts).
 struct SystemAccountDatabase: AccountDatabase {
-    /// The corresponding C function is `getpwnam_r`.
-    func userID(named name: String) throws(SystemCallError) -> UInt32? {
-        var entry = passwd()
-        let found = try Self.lookUp("getpwnam_r(\(name))") { buffer, size, result in
-            withUnsafeMutablePointer(to: &entry) { entryPointer in
-                var pointer: UnsafeMutablePointer<passwd>? = nil
-                let r = getpwnam_r(name, entryPointer, buffer, size, &pointer)
-                result = pointer != nil
-                return r
-            }
-        }
-        return found ? entry.pw_uid : nil
-    }
-
-    /// The corresponding C function is `getgrnam_r`.
-    func groupID(named name: String) throws(SystemCallError) -> UInt32? {
-        var entry = group()
-        let found = try Self.lookUp("getgrnam_r(\(name))") { buffer, size, result in
-            withUnsafeMutablePointer(to: &entry) { entryPointer in
-                var pointer: UnsafeMutablePointer<group>? = nil
-                let r = getgrnam_r(name, entryPointer, buffer, size, &pointer)
-                result = pointer != nil
-                return r
-            }
-        }
-        return found ? entry.gr_gid : nil
-    }
-
-    /// Runs a `get*nam_r` call with a buffer that grows on ERANGE. The
-    /// calls return their error number instead of setting errno; 0 with no
-    /// entry, ENOENT, ESRCH, EBADF and EPERM all mean "not found" (getpwnam(3)).
-    private static func lookUp(
-        _ call: String, _ body: (UnsafeMutablePointer<CChar>, Int, inout Bool) -> Int32
-    ) throws(SystemCallError) -> Bool {
-        var size = 1024
-        while true {
-            var found = false
-            let r = withUnsafeTemporaryAllocation(of: CChar.self, capacity: size) { buffer in
-                body(buffer.baseAddress!, size, &found)
-            }
-            switch r {
-            case 0: return found
-            case ENOENT, ESRCH, EBADF, EPERM: return false
-            case ERANGE where size < 1 << 20: size *= 2
-            default: throw SystemCallError(call: call, errno: .init(rawValue: r))
-            }
-        }
-    }
+    func userID(named name: String) throws(SystemCallError) -> UInt32? { try Accounts.userID(named: name) }
+    func groupID(named name: String) throws(SystemCallError) -> UInt32? { try Accounts.groupID(named: name) }
 }

@@ -8,7 +8,6 @@
 // the variable but may have its stderr redirected elsewhere). The level is
 // `info` unless PORTD_LOG_LEVEL names another swift-log level.
 
-import Glibc
 import Logging
 import PortCore
 
@@ -18,7 +17,7 @@ enum LogDestination: Equatable {
 
     /// The destination for this process.
     static func detect() -> LogDestination {
-        let stderrStatus = try? FileSystem.status(ofDescriptor: STDERR_FILENO)
+        let stderrStatus = try? FileSystem.status(ofDescriptor: StandardStream.error)
         return detect(
             journalStream: CurrentProcess.environment("JOURNAL_STREAM"),
             standardError: stderrStatus.map { ($0.device, $0.inode) })

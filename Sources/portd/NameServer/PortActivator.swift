@@ -29,8 +29,8 @@
 // still running is watched until it exits, so it is always reaped);
 // failures to start are logged and retried after `throttle`, never fatal.
 
-import Glibc
 import Logging
+import PortActivation
 import PortCore
 
 final class PortActivator {
@@ -226,7 +226,7 @@ final class PortActivator {
     }
 
     /// Spawns `command`; with `listening`, passed the way socket activation
-    /// does (Spawn.startActivated). The socket stays non-blocking: its file
+    /// does (SocketActivationLaunch.start). The socket stays non-blocking: its file
     /// description is shared with portd and with services that check in.
     private func start(_ command: [String], listening: Int32?, name: PortName) throws(SystemCallError) -> Int32 {
         let inherited = Spawn.currentEnvironment.filter { variable in
@@ -236,7 +236,7 @@ final class PortActivator {
         guard let listening else {
             return try Spawn.start(command, environment: environment.filter { !$0.hasPrefix("LISTEN_") })
         }
-        return try Spawn.startActivated(command, listening: listening, name: name.value, environment: environment)
+        return try SocketActivationLaunch.start(command, listening: listening, name: name.value, environment: environment)
     }
 
     private func watchExit(of pid: Int32, name: PortName) throws(SystemCallError) -> Child {

@@ -12,8 +12,8 @@
 // pure code (`fields`) and handed to libsystemd in one call; a journal that
 // is not running drops them (libsystemd returns 0), which is fine.
 
+import PortCore
 import CSystemd
-import Glibc
 import Logging
 
 struct JournalLogHandler: PortdLogHandler {

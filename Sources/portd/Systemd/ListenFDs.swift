@@ -11,9 +11,7 @@
 // without --fdname) is accepted too. Whatever is chosen must be a listening
 // AF_UNIX SOCK_SEQPACKET socket (sd_is_socket_unix(3)), or portd refuses it.
 
-import CPortSystem  // socket constants (SOCK_SEQPACKET) in release builds too, see TOOLCHAIN.md
 import CSystemd
-import Glibc
 import PortCore
 
 enum ListenFDs {
@@ -34,10 +32,7 @@ enum ListenFDs {
         let count = sd_listen_fds_with_names(1, &names)
         if count < 0 { throw SystemCallError(call: "sd_listen_fds_with_names", errno: .init(rawValue: -count)) }
         defer {
-            if let names {
-                for i in 0..<Int(count) { free(names[i]) }
-                free(names)
-            }
+            if let names { portd_free_strv(names, count) }
         }
         return (0..<Int(count)).map { i in
             let name = names?[i].map { String(cString: $0) } ?? "unknown"
@@ -58,9 +53,9 @@ enum ListenFDs {
         return (nil, passed)
     }
 
-    /// Whether `fd` is a listening AF_UNIX SOCK_SEQPACKET socket. The
-    /// corresponding C function is `sd_is_socket_unix`.
+    /// Whether `fd` is a listening AF_UNIX SOCK_SEQPACKET socket, as the
+    /// kernel says (UnixSocket.kind); anything else, a non-socket included, is not.
     static func isListeningSequentialPacketSocket(_ fd: Int32) -> Bool {
-        sd_is_socket_unix(fd, Int32(SOCK_SEQPACKET.rawValue), 1, nil, 0) > 0
+        (try? UnixSocket.kind(of: fd)) == .sequentialPacket(listening: true)
     }
 }

@@ -7,6 +7,12 @@
 import Glibc
 import Testing
 @testable import PortCore
+@testable import PortMessaging
+@testable import PortNameClient
+@testable import PortNameProtocol
+@testable import PortRunLoop
+@testable import PortSystem
+@testable import PortWire
 
 @Suite struct ManPageInteropTests {
     static let script = ChildProcess.packageRoot + "/examples/wire_roundtrip.py"

@@ -5,6 +5,12 @@
 
 import Glibc
 @testable import PortCore
+@testable import PortMessaging
+@testable import PortNameClient
+@testable import PortNameProtocol
+@testable import PortRunLoop
+@testable import PortSystem
+@testable import PortWire
 
 final class TestWireTransport {
     let limits: PortLimits

@@ -6,6 +6,12 @@
 
 import Testing
 @testable import PortCore
+@testable import PortMessaging
+@testable import PortNameClient
+@testable import PortNameProtocol
+@testable import PortRunLoop
+@testable import PortSystem
+@testable import PortWire
 
 @Suite struct WireDecoderTests {
     let record = WireGoldenTests.mixed  // 46 bytes: 12 header + 4·8 table + 2 data; 3 descriptors

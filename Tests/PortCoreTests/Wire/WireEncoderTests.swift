@@ -3,6 +3,12 @@
 
 import Testing
 @testable import PortCore
+@testable import PortMessaging
+@testable import PortNameClient
+@testable import PortNameProtocol
+@testable import PortRunLoop
+@testable import PortSystem
+@testable import PortWire
 
 @Suite struct WireEncoderTests {
     @Test func randomMessagesRoundTrip() throws {

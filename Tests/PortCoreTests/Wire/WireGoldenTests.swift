@@ -4,6 +4,12 @@
 
 import Testing
 @testable import PortCore
+@testable import PortMessaging
+@testable import PortNameClient
+@testable import PortNameProtocol
+@testable import PortRunLoop
+@testable import PortSystem
+@testable import PortWire
 
 @Suite struct WireGoldenTests {
     /// msgid 42, no reply port, no components: the header alone.

@@ -9,6 +9,12 @@ import Glibc
 import Testing
 
 @testable import PortCore
+@testable import PortMessaging
+@testable import PortNameClient
+@testable import PortNameProtocol
+@testable import PortRunLoop
+@testable import PortSystem
+@testable import PortWire
 @testable import portd
 
 /// Accounts that do not depend on the machine.

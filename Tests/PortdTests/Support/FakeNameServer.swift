@@ -27,6 +27,12 @@ import Glibc
 import Synchronization
 
 @testable import PortCore
+@testable import PortMessaging
+@testable import PortNameClient
+@testable import PortNameProtocol
+@testable import PortRunLoop
+@testable import PortSystem
+@testable import PortWire
 
 final class FakeNameServer: @unchecked Sendable {
     // Safe to share: `socketPath`, `directory` are immutable; `loop` is

@@ -14,6 +14,12 @@ import Glibc
 import Testing
 
 @testable import PortCore
+@testable import PortMessaging
+@testable import PortNameClient
+@testable import PortNameProtocol
+@testable import PortRunLoop
+@testable import PortSystem
+@testable import PortWire
 
 enum DaemonKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
     case fake

@@ -16,6 +16,12 @@ import Glibc
 import Testing
 
 @testable import PortCore
+@testable import PortMessaging
+@testable import PortNameClient
+@testable import PortNameProtocol
+@testable import PortRunLoop
+@testable import PortSystem
+@testable import PortWire
 @testable import portd
 
 /// Sets (or, for nil, unsets) environment variables around `body`, then
@@ -39,7 +45,7 @@ private func listeningSocket(in dir: TemporaryDirectory, _ name: String) throws 
     let path = dir.appending(name)
     let fd = try LocalSocket.make(.seqPacket)
     try LocalSocket.bind(fd, path: path)
-    try LocalSocket.listen(fd)
+    try UnixSocket.listen(fd)
     return (fd, path)
 }
 

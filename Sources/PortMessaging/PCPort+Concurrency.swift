@@ -1,0 +1,68 @@
+// Ports for Swift concurrency: a port's messages as an AsyncSequence, and
+// requests that suspend instead of blocking a thread. Both are served by the
+// process's one BackgroundLoop thread (not a thread per port).
+
+import PortRunLoop
+import PortSystem
+import PortWire
+import Synchronization
+
+extension PCPort {
+    /// The port's messages as an AsyncSequence. Replaces the port's handler;
+    /// schedules the port on the background loop unless `loop` is given.
+    /// Requests that arrive this way get an empty reply unless answered
+    /// through `replyPort` by whoever keeps the message. The stream ends
+    /// when the port is invalidated.
+    public func messages(
+        on loop: PCRunLoop? = nil, mode: PCRunLoop.Mode = .default,
+        bufferingPolicy: AsyncStream<PCPortMessage>.Continuation.BufferingPolicy = .unbounded
+    ) throws(PortError) -> AsyncStream<PCPortMessage> {
+        let (stream, continuation) = AsyncStream<PCPortMessage>.makeStream(bufferingPolicy: bufferingPolicy)
+        setHandler { m in
+            continuation.yield(m)
+            return nil
+        }
+        onInvalidation { continuation.finish() }
+        try schedule(in: loop ?? BackgroundLoop.shared.loop, forMode: mode)
+        return stream
+    }
+}
+
+extension SendRight {
+    /// `request` for async code: the caller suspends (no thread blocks) until
+    /// the reply arrives, read by a source on the background loop. The send
+    /// itself may wait up to `sendTimeout` for room in a full queue.
+    public func request(
+        _ message: PCPortMessage, sendTimeout: Duration = .seconds(30), receiveTimeout: Duration = .seconds(30)
+    ) async throws(PortError) -> RequestResult {
+        switch try beginAsyncRequest(message, sendTimeout: sendTimeout) {
+        case .some(let early): return early
+        case .none: break
+        }
+        let result: Result<RequestResult, PortError> = await withCheckedContinuation { continuation in
+            let loop = BackgroundLoop.shared.loop
+            let finished = Mutex(false)
+            let cleanup = Mutex<(PortSource?, PCTimer?)>((nil, nil))
+            @Sendable func finish(_ r: Result<RequestResult, PortError>) {
+                guard finished.withLock({ f in defer { f = true }; return !f }) else { return }
+                let (s, t) = cleanup.withLock { $0 }
+                s?.invalidate()
+                t?.invalidate()
+                self.endAsyncRequest()
+                continuation.resume(returning: r)
+            }
+            let source = PortSource(fileDescriptor: fd, events: .readable, closesOnInvalidate: false) { _ in
+                if let r = self.readAsyncReply() { finish(r) }
+            }
+            let timer = PCTimer(fireAt: loop.clock.now() + receiveTimeout) { _ in finish(.success(.receiveTimedOut)) }
+            cleanup.withLock { $0 = (source, timer) }
+            do throws(SystemCallError) {
+                try loop.add(source, forMode: .default)
+                loop.add(timer, forMode: .default)
+            } catch {
+                finish(.failure(.system(error)))
+            }
+        }
+        return try result.get()
+    }
+}

@@ -1,0 +1,413 @@
+// PCPort: a local port, the receive endpoint of port messages (NSPort /
+// NSMachPort; Foundation's Port, hence the prefix). A port is owned by one
+// process; it is scheduled on a run loop in one or more modes like any
+// port-based source, and calls its handler (or delegate) once per message,
+// on that loop's thread, in the order each sender sent them.
+//
+// Kernel objects: every right to the port is a connected SOCK_SEQPACKET
+// socket; the port holds the receiving end of each (one PortSource per
+// connection) and, for a named port, the listening socket whose accepted
+// connections are new rights. An anonymous port (NSMachPort) has no name and
+// no path: `makeSendRight()` mints a right with socketpair().
+//
+// Failure rule: a connection whose peer sends a malformed record is closed
+// (its descriptors too) and reported to `onError`; the port keeps serving
+// every other connection. When accept fails for lack of descriptors
+// (EMFILE/ENFILE) the listening socket leaves the loops, so a
+// level-triggered listener cannot spin, and returns when a connection closes.
+//
+// Threads: the port's mutable state is protected by `lock`; handlers run on
+// the scheduled loop's thread only.
+
+import Logging
+import PortRunLoop
+import PortSystem
+import PortWire
+
+/// Receives the messages of a PCPort (NSPortDelegate; Foundation's
+/// PortDelegate, hence the prefix).
+public protocol PCPortDelegate: AnyObject {
+    /// Called once per message on the port's run-loop thread. For a request
+    /// (`message.replyPort` set by `SendRight.request`), the returned
+    /// message is the reply; returning nil from a request sends an empty reply
+    /// with the request's msgid.
+    func handle(_ message: PCPortMessage, on port: PCPort) -> PCPortMessage?
+}
+
+public final class PCPort: @unchecked Sendable, CustomStringConvertible {
+    // Safe to share: immutable fields are set in init; `connections`,
+    // `scheduled`, `valid`, `delegate`, `handler`, `onError` and
+    // `acceptPaused` are accessed with `lock` held; `transport` only on the loop thread inside a handler
+    // (one loop per port).
+    public typealias Handler = (PCPortMessage) -> PCPortMessage?
+
+    private let lock = Lock()
+    private var handler: Handler?
+    private weak var delegate: PCPortDelegate?
+    private var errorHandler: ((PortError) -> Void)?
+    private var connections: [Int32: PortSource] = [:]  // by descriptor
+    private var connectionDescriptors: [UInt64: Int32] = [:]  // by connection id
+    private var listener: PortSource?
+    private var scheduled: [(loop: PCRunLoop, mode: PCRunLoop.Mode)] = []
+    private var valid = true
+    private var invalidationHandlers: [() -> Void] = []
+    private var disconnectHandler: ((UInt64) -> Void)?
+    private var admission: ((UInt64, Credentials?) -> PCPortMessage?)?
+    private var nextConnectionID: UInt64 = 1
+    private var acceptPaused = false
+    private let transport: MessageTransport
+    package let listeningFD: Int32?
+    public let limits: PortLimits
+    /// Where problems with peers are logged (malformed records and the like).
+    public let logger: Logger
+
+    /// An anonymous port; messages go to `handler`.
+    public init(limits: PortLimits = .default, logger: Logger = Logger(label: "PortCore.port"), handler: Handler? = nil) {
+        self.limits = limits
+        self.logger = logger
+        self.handler = handler
+        self.transport = MessageTransport(limits: limits)
+        self.listeningFD = nil
+    }
+
+    /// A port whose rights are connections to the listening socket
+    /// `listeningDescriptor` (the receive right the name server hands out);
+    /// takes ownership of it.
+    public init(
+        adoptingListeningDescriptor listeningDescriptor: Int32, limits: PortLimits = .default,
+        logger: Logger = Logger(label: "PortCore.port"), handler: Handler? = nil
+    ) throws(SystemCallError) {
+        self.limits = limits
+        self.logger = logger
+        self.handler = handler
+        self.transport = MessageTransport(limits: limits)
+        self.listeningFD = listeningDescriptor
+        try UnixSocket.setPassCredentials(listeningDescriptor, true)
+    }
+
+    deinit {
+        invalidate()
+    }
+
+    public var description: String { "PCPort(\(listeningFD.map { "listening fd \($0)" } ?? "anonymous"))" }
+
+    /// The delegate called for each message when no handler closure is set.
+    public func setDelegate(_ d: PCPortDelegate?) { lock.withLock { delegate = d } }
+
+    /// Sets the closure called for each message.
+    public func setHandler(_ h: Handler?) { lock.withLock { handler = h } }
+
+    /// Called on the loop thread when a connection misbehaves (it is closed).
+    public func onError(_ h: ((PortError) -> Void)?) { lock.withLock { errorHandler = h } }
+
+    /// Called on the loop thread, in the pass that sees it, when a
+    /// connection (a right's holder) hangs up or is closed for misbehaving,
+    /// with the `connectionID` its messages carried.
+    public func onDisconnect(_ h: ((UInt64) -> Void)?) { lock.withLock { disconnectHandler = h } }
+
+    /// Decides, for each connection accepted, whether it is served: `h`
+    /// gets the connection's id and who made it (SO_PEERCRED) and returns
+    /// nil to serve it, or a refusal: that message is sent on the
+    /// connection (never waiting: a new connection's queue is empty) and
+    /// the connection closed, so a refused peer costs no descriptor. A
+    /// requester then finds the refusal as the reply to its request (see
+    /// `SendRight.request`). Called on the loop thread; no disconnect
+    /// event follows for a refused connection.
+    public func setAdmission(_ h: ((_ connectionID: UInt64, _ peer: Credentials?) -> PCPortMessage?)?) {
+        lock.withLock { admission = h }
+    }
+
+    /// Whether the port can receive.
+    public var isValid: Bool { lock.withLock { valid } }
+
+    /// How many rights (connections) lead to the port now.
+    public var connectionCount: Int { lock.withLock { connections.count } }
+
+    // MARK: Rights
+
+    /// Mints a new send right to this port (socketpair). Safe from any thread.
+    public func makeSendRight() throws(PortError) -> SendRight {
+        let (mine, theirs): (Int32, Int32)
+        do {
+            (mine, theirs) = try UnixSocket.makePair()
+        } catch {
+            throw .system(error)
+        }
+        let right = SendRight(adopting: theirs, limits: limits)
+        let connection = ConnectionDescriptor(adopting: mine)
+        do {
+            try UnixSocket.setPassCredentials(mine, true)
+        } catch {
+            throw .system(error)
+        }
+        try addConnection(connection, peer: nil)
+        return right
+    }
+
+    /// Sends `refusal` on a connection not served, then closes it. What
+    /// the peer already sent is read and dropped first: closing an AF_UNIX
+    /// socket with unread records makes the peer's next receive fail with
+    /// ECONNRESET instead of returning the refusal.
+    private func refuse(_ fd: Int32, with refusal: PCPortMessage) {
+        defer { SystemCall.close(fd) }
+        for _ in 0..<16 {
+            guard case .message? = try? transport.receive(on: fd) else { break }
+        }
+        do {
+            _ = try transport.send(refusal, on: fd, replyPort: nil, replyExpected: false, before: .now())
+        } catch {
+            logger.debug("cannot send a refusal on \(self): \(error)")
+        }
+    }
+
+    /// `peer`: who connected (SO_PEERCRED), for an accepted connection.
+    private func addConnection(_ connection: ConnectionDescriptor, peer: Credentials?, id given: UInt64? = nil) throws(PortError) {
+        // The source's closure owns the connection: the descriptor closes
+        // when the source is gone and no reply right still holds it.
+        let id =
+            given
+            ?? lock.withLock { () -> UInt64 in
+                defer { nextConnectionID += 1 }
+                return nextConnectionID
+            }
+        let source = PortSource(fileDescriptor: connection.fd, events: .readable, closesOnInvalidate: false) {
+            [weak self] s in
+            self?.serve(s, connection, id, peer)
+        }
+        let targets: [(PCRunLoop, PCRunLoop.Mode)]? = lock.withLock {
+            guard valid else { return nil }
+            connections[connection.fd] = source
+            connectionDescriptors[id] = connection.fd
+            return scheduled.map { ($0.loop, $0.mode) }
+        }
+        guard let targets else {
+            source.invalidate()
+            throw .invalidated
+        }
+        for (loop, mode) in targets {
+            do {
+                try loop.add(source, forMode: mode)
+            } catch {
+                lock.withLock { connectionDescriptors[id] = nil }
+                dropConnection(source)
+                throw .system(error)
+            }
+        }
+    }
+
+    private func dropConnection(_ source: PortSource, id: UInt64? = nil) {
+        let (h, resume): (((UInt64) -> Void)?, (PortSource, [(PCRunLoop, PCRunLoop.Mode)])?) = lock.withLock {
+            if connections[source.fileDescriptor] === source { connections[source.fileDescriptor] = nil }
+            if let id { connectionDescriptors[id] = nil }
+            var resume: (PortSource, [(PCRunLoop, PCRunLoop.Mode)])?
+            if acceptPaused, valid, let l = listener {
+                acceptPaused = false
+                resume = (l, scheduled.map { ($0.loop, $0.mode) })
+            }
+            return (disconnectHandler, resume)
+        }
+        source.invalidate()
+        if let (listener, targets) = resume {
+            for (loop, mode) in targets {
+                do {
+                    try loop.add(listener, forMode: mode)
+                } catch {
+                    logger.error("cannot resume accepting on \(self): \(error)")
+                }
+            }
+        }
+        if let id { h?(id) }
+    }
+
+    /// The supplementary groups of the process that made connection `id`
+    /// (the `connectionID` of its messages), as of connect time; nil when
+    /// that connection is gone. Costs one system call: ask once per
+    /// connection. See `UnixSocket.peerGroups`.
+    public func peerGroups(ofConnection id: UInt64) throws(SystemCallError) -> [UInt32]? {
+        // Under the lock the descriptor is still in the map, so not closed yet.
+        try lock.withLock { () throws(SystemCallError) -> [UInt32]? in
+            guard let fd = connectionDescriptors[id] else { return nil }
+            return try UnixSocket.peerGroups(fd)
+        }
+    }
+
+    // MARK: Scheduling
+
+    /// Adds the port to `loop` in `mode`: its messages are handled when the
+    /// loop runs in that mode. Safe from any thread.
+    public func schedule(in loop: PCRunLoop, forMode mode: PCRunLoop.Mode) throws(PortError) {
+        let sources: [PortSource]? = lock.withLock {
+            guard valid else { return nil }
+            scheduled.append((loop, mode))
+            if let lfd = listeningFD, listener == nil {
+                listener = PortSource(fileDescriptor: lfd, events: .readable, closesOnInvalidate: true) {
+                    [weak self] _ in
+                    self?.acceptAll()
+                }
+            }
+            var all = Array(connections.values)
+            if let l = listener, !acceptPaused { all.append(l) }
+            return all
+        }
+        guard let sources else { throw .invalidated }
+        for s in sources {
+            do { try loop.add(s, forMode: mode) } catch { throw .system(error) }
+        }
+    }
+
+    /// Removes the port from `loop`'s `mode`.
+    public func remove(from loop: PCRunLoop, forMode mode: PCRunLoop.Mode) {
+        let sources: [PortSource] = lock.withLock {
+            scheduled.removeAll { $0.loop === loop && $0.mode == mode }
+            var all = Array(connections.values)
+            if let l = listener { all.append(l) }
+            return all
+        }
+        for s in sources { loop.remove(s, forMode: mode) }
+    }
+
+    // MARK: Invalidation
+
+    /// Calls `handler` when the port is invalidated (on the invalidating thread).
+    public func onInvalidation(_ handler: @escaping () -> Void) {
+        lock.withLock { invalidationHandlers.append(handler) }
+    }
+
+    /// Closes every descriptor of the port and removes it from every run
+    /// loop; holders of rights see their connection hang up. Idempotent;
+    /// safe from any thread.
+    public func invalidate() {
+        let (sources, handlers, closeListener): ([PortSource], [() -> Void], Int32?) = lock.withLock {
+            guard valid else { return ([], [], nil) }
+            valid = false
+            var all = Array(connections.values)
+            // A listening descriptor that was never scheduled has no source to close it.
+            let lonely = listener == nil ? listeningFD : nil
+            if let l = listener { all.append(l) }
+            connections.removeAll()
+            connectionDescriptors.removeAll()
+            listener = nil
+            scheduled.removeAll()
+            let h = invalidationHandlers
+            invalidationHandlers.removeAll()
+            return (all, h, lonely)
+        }
+        for s in sources { s.invalidate() }
+        if let fd = closeListener { SystemCall.close(fd) }
+        for h in handlers { h() }
+    }
+
+    // MARK: Serving (loop thread)
+
+    private func acceptAll() {
+        guard let lfd = listeningFD else { return }
+        while true {
+            let fd: Int32?
+            do {
+                fd = try UnixSocket.accept(lfd)
+            } catch where error.errno == .tooManyOpenFiles || error.errno == .tooManyOpenFilesInSystem {
+                logger.error("accept on \(self): \(error); pausing until a connection closes")
+                pauseAccepting()
+                return
+            } catch {
+                logger.error("accept on \(self): \(error)")
+                return
+            }
+            guard let fd else { return }
+            do {
+                let peer = try? UnixSocket.peerCredentials(fd)
+                let (id, admit) = lock.withLock { () -> (UInt64, ((UInt64, Credentials?) -> PCPortMessage?)?) in
+                    defer { nextConnectionID += 1 }
+                    return (nextConnectionID, admission)
+                }
+                if let refusal = admit?(id, peer) {
+                    refuse(fd, with: refusal)
+                    continue
+                }
+                try addConnection(ConnectionDescriptor(adopting: fd), peer: peer, id: id)
+            } catch {
+                logger.error("cannot serve a new connection: \(error)")
+            }
+        }
+    }
+
+    /// Takes the listening socket out of every loop until a connection closes.
+    private func pauseAccepting() {
+        let paused: (PortSource, [(PCRunLoop, PCRunLoop.Mode)])? = lock.withLock {
+            guard valid, !acceptPaused, let l = listener else { return nil }
+            acceptPaused = true
+            return (l, scheduled.map { ($0.loop, $0.mode) })
+        }
+        guard let (listener, targets) = paused else { return }
+        for (loop, mode) in targets { loop.remove(listener, forMode: mode) }
+    }
+
+    /// Reads every record queued on one connection and delivers each.
+    private func serve(_ source: PortSource, _ connection: ConnectionDescriptor, _ id: UInt64, _ peer: Credentials?) {
+        while source.isValid {
+            let received: MessageTransport.Received
+            do {
+                received = try transport.receive(on: connection.fd)
+            } catch {
+                fail(source, error, id, peer)
+                return
+            }
+            switch received {
+            case .wouldBlock:
+                return
+            case .closed:
+                dropConnection(source, id: id)
+                return
+            case .message(var message, let replyExpected):
+                message.connectionID = id
+                message.connectionCredentials = peer
+                if replyExpected {
+                    deliverRequest(message, source, connection, id)
+                    // A requester waits for this reply before it sends again,
+                    // so the connection is most likely empty: skip the read
+                    // that would only say EAGAIN. If more is queued after all,
+                    // level-triggered epoll reports it in the next pass.
+                    return
+                } else {
+                    _ = deliver(message)
+                }
+            }
+        }
+    }
+
+    private func deliver(_ message: PCPortMessage) -> PCPortMessage? {
+        let (h, d) = lock.withLock { (handler, delegate) }
+        if let h { return h(message) }
+        return d?.handle(message, on: self)
+    }
+
+    /// A request: its one-shot reply right is this very connection.
+    private func deliverRequest(
+        _ request: PCPortMessage, _ source: PortSource, _ connection: ConnectionDescriptor, _ id: UInt64
+    ) {
+        var replyRight = SendRight(connection: connection, oneShotReply: true, limits: limits)
+        var message = request
+        message.passedReplyPort = request.replyPort
+        message.replyPort = replyRight
+        let msgid = message.msgid
+        let reply = deliver(message)
+        message.replyPort = nil
+        // Kept by the handler (to answer later) unless we hold the only reference.
+        let deferred = !isKnownUniquelyReferenced(&replyRight)
+        if let error = replyRight.answer(reply, requestID: msgid, deferred: deferred, using: transport) {
+            fail(source, error, id)
+        }
+    }
+
+    private func fail(_ source: PortSource, _ error: PortError, _ id: UInt64, _ peer: Credentials? = nil) {
+        var metadata: Logger.Metadata = ["connection": "\(id)"]
+        if let peer {
+            metadata["pid"] = "\(peer.pid)"
+            metadata["uid"] = "\(peer.uid)"
+        }
+        logger.warning("closing a client's connection: \(error)", metadata: metadata)
+        dropConnection(source, id: id)
+        let h = lock.withLock { errorHandler }
+        h?(error)
+    }
+}

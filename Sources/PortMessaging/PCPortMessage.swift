@@ -1,0 +1,131 @@
+// PCPortMessage: a port message (NSPortMessage; Foundation's PortMessage,
+// hence the prefix): a msgid, ordered components (bytes, send rights, or
+// large bytes in sealed shared memory), an optional reply port, and, on
+// receipt, the sender's credentials as the kernel saw them (SCM_CREDENTIALS),
+// not as the sender claims.
+//
+// Ownership: a message owns the send rights and shared memory in its
+// components; they close when the last reference goes.
+
+import PortRunLoop
+import PortSystem
+import PortWire
+
+public struct PCPortMessage: @unchecked Sendable {
+    // Safe to share: every stored value is immutable; SendRight and
+    // SharedMemory are themselves Sendable.
+
+    /// One component of a message.
+    public enum Component: Sendable {
+        /// Bytes. On sending, bytes too large for one record travel as a
+        /// sealed memfd and arrive as `.sharedMemory`.
+        case data([UInt8])
+        /// A send right to a port.
+        case port(SendRight)
+        /// Bytes in sealed, read-only shared memory (a memfd), mapped without copying.
+        case sharedMemory(SharedMemory)
+
+        /// The bytes of a data or shared-memory component (a copy), nil for a port.
+        public var bytes: [UInt8]? {
+            switch self {
+            case .data(let b): b
+            case .sharedMemory(let m): m.withUnsafeBytes { Array($0) }
+            case .port: nil
+            }
+        }
+
+        /// The component's bytes as UTF-8 text, if they are.
+        public var string: String? {
+            guard let b = bytes else { return nil }
+            return String(validating: b, as: UTF8.self)
+        }
+    }
+
+    /// The message identifier (application-defined; 100 is the check-in).
+    public var msgid: UInt32
+    /// The components, in order.
+    public var components: [Component]
+    /// Where to send a reply: the seeds' `sendPort`. On receipt of a request
+    /// (`SendRight.request`) this is the one-shot reply right.
+    public var replyPort: SendRight?
+    /// On receipt of a request (REPLY_EXPECTED) that also carried a reply
+    /// port (REPLY_PORT): that port, which `replyPort` (the one-shot reply
+    /// right) would otherwise hide. The name server keeps it, e.g. as a
+    /// watcher's port. Nil otherwise.
+    public internal(set) var passedReplyPort: SendRight?
+    /// Who sent the message, as the kernel reported it. Nil on messages built locally.
+    public internal(set) var sender: Credentials?
+    /// Which of the receiving port's connections (rights) the message came
+    /// in on; unique per port for the port's lifetime. See
+    /// `PCPort.onDisconnect`. Nil on messages built locally.
+    public internal(set) var connectionID: UInt64?
+    /// Who made that connection (SO_PEERCRED when the port accepted it on
+    /// its listening socket): not necessarily the sender. Nil for rights the
+    /// port minted itself (socketpair) and on messages built locally.
+    public internal(set) var connectionCredentials: Credentials?
+
+    public init(msgid: UInt32, components: [Component] = [], replyPort: SendRight? = nil) {
+        self.msgid = msgid
+        self.components = components
+        self.replyPort = replyPort
+        self.sender = nil
+        self.connectionID = nil
+        self.connectionCredentials = nil
+        self.passedReplyPort = nil
+    }
+
+    /// A message with data components from strings (UTF-8).
+    public init(msgid: UInt32, strings: [String]) {
+        self.init(msgid: msgid, components: strings.map { .data(Array($0.utf8)) })
+    }
+}
+
+/// Bytes in a sealed memfd, mapped read-only. Unmapped and closed on deinit.
+public final class SharedMemory: @unchecked Sendable {
+    // Safe to share: the mapping is read-only (PROT_READ of a memfd sealed
+    // against writes), and every field is immutable.
+    package let fd: Int32
+    package let region: UnsafeRawBufferPointer
+
+    /// Copies `bytes` into a new sealed memfd (to send a large component).
+    public convenience init(copying bytes: UnsafeRawBufferPointer) throws(SystemCallError) {
+        let fd = try MemFD.makeSealed(bytes)
+        try self.init(adopting: fd, length: bytes.count)
+    }
+
+    /// Copies `bytes` into a new sealed memfd.
+    public convenience init(copying bytes: [UInt8]) throws(SystemCallError) {
+        let fd = try bytes.withUnsafeBytes { raw in
+            Result { () throws(SystemCallError) in try MemFD.makeSealed(raw) }
+        }.get()
+        try self.init(adopting: fd, length: bytes.count)
+    }
+
+    /// Maps a memfd that was checked to be sealed; takes ownership of `fd`.
+    package init(adopting fd: Int32, length: Int) throws(SystemCallError) {
+        self.fd = fd
+        if length == 0 {
+            region = UnsafeRawBufferPointer(start: nil, count: 0)
+            return
+        }
+        do {
+            region = try MemFD.mapReadOnly(fd, length: length)
+        } catch {
+            SystemCall.close(fd)
+            throw error
+        }
+    }
+
+    deinit {
+        if region.count > 0 { MemFD.unmap(region) }
+        SystemCall.close(fd)
+    }
+
+    /// The number of bytes.
+    public var count: Int { region.count }
+
+    /// Reads the bytes in place, without copying.
+    public func withUnsafeBytes<T>(_ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T {
+        try body(region)
+    }
+}

@@ -1,0 +1,97 @@
+// The check-in handshake of the seeds (listings 3-12 to 3-15, 3-17 to 3-19):
+// a worker creates its own port, and sends a check-in message (msgid 100,
+// kCheckinMessage) to the server's port with its own port as the reply port
+// and, optionally, its name as a component. The server keeps that right:
+// from then on each side can send to the other. A worker that dies after
+// checking in is reported to the server (its right hangs up).
+//
+// (Not to be confused with claiming a declared name from the name server,
+// launchd's check-in, which the name server implements.)
+
+import PortRunLoop
+import PortSystem
+import PortWire
+import Synchronization
+
+/// A worker that checked in, as the server sees it.
+public struct CheckedInWorker: Sendable {
+    /// The name the worker gave, if any (the first component, as UTF-8).
+    public let name: String?
+    /// A send right to the worker's port.
+    public let port: SendRight
+    /// Who sent the check-in, as the kernel reported it.
+    public let credentials: Credentials?
+}
+
+extension SendRight {
+    /// The worker half: sends the check-in message to the server this right
+    /// leads to, with a right to `workerPort` as the reply port.
+    @discardableResult
+    public func checkIn(
+        workerPort: PCPort, name: String? = nil, msgid: UInt32 = WireFormat.checkInMessageID,
+        timeout: Duration = .seconds(30)
+    ) throws(PortError) -> SendResult {
+        let components: [PCPortMessage.Component] = name.map { [.data(Array($0.utf8))] } ?? []
+        return try send(PCPortMessage(msgid: msgid, components: components), timeout: timeout, replyPort: workerPort)
+    }
+}
+
+/// The server half: a port handler that takes check-in messages, keeps each
+/// worker's right, and tells `onCheckIn` and, when the worker's port goes
+/// away, `onWorkerGone`. Other messages go to `otherMessages`.
+public final class CheckInServer: @unchecked Sendable {
+    // Safe to share: `workersByID` is a Mutex; everything else is immutable.
+    public let msgid: UInt32
+    private let loop: PCRunLoop
+    private let mode: PCRunLoop.Mode
+    private let onCheckIn: (CheckedInWorker) -> Void
+    private let onWorkerGone: ((CheckedInWorker) -> Void)?
+    private let otherMessages: PCPort.Handler?
+    private let workersByID = Mutex<[ObjectIdentifier: CheckedInWorker]>([:])
+
+    /// Invalidation of workers is watched on `loop` in `mode` (the loop the
+    /// server's port is scheduled on).
+    public init(
+        msgid: UInt32 = WireFormat.checkInMessageID, loop: PCRunLoop, mode: PCRunLoop.Mode = .common,
+        onCheckIn: @escaping (CheckedInWorker) -> Void, onWorkerGone: ((CheckedInWorker) -> Void)? = nil,
+        otherMessages: PCPort.Handler? = nil
+    ) {
+        self.msgid = msgid
+        self.loop = loop
+        self.mode = mode
+        self.onCheckIn = onCheckIn
+        self.onWorkerGone = onWorkerGone
+        self.otherMessages = otherMessages
+    }
+
+    /// The workers checked in and still alive.
+    public var workers: [CheckedInWorker] { workersByID.withLock { Array($0.values) } }
+
+    /// Installs this server as `port`'s handler.
+    public func serve(_ port: PCPort) {
+        port.setHandler { [self] m in handle(m) }
+    }
+
+    /// Handles one message: a check-in is consumed, anything else forwarded.
+    public func handle(_ message: PCPortMessage) -> PCPortMessage? {
+        guard message.msgid == msgid, let right = message.replyPort else {
+            return otherMessages?(message)
+        }
+        let worker = CheckedInWorker(
+            name: message.components.first?.string, port: right, credentials: message.sender)
+        let id = ObjectIdentifier(right)
+        workersByID.withLock { $0[id] = worker }
+        do {
+            try right.onInvalidation(in: loop, forMode: mode) { [weak self] in
+                guard let self else { return }
+                if let gone = self.workersByID.withLock({ $0.removeValue(forKey: id) }) {
+                    self.onWorkerGone?(gone)
+                }
+            }
+        } catch {
+            // Cannot watch it: it is still usable, and a send will tell.
+        }
+        onCheckIn(worker)
+        return nil
+    }
+}

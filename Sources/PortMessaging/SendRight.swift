@@ -1,0 +1,315 @@
+// SendRight: the right to send to a port (a remote NSPort). It is a
+// connected AF_UNIX SOCK_SEQPACKET socket leading to the port, obtained only
+// from the port's owner (PCPort.makeSendRight), from the name server, or
+// inside a message. Whoever holds it can send, and can pass it on in a
+// message (the receiver gets its own descriptor for the same connection).
+//
+// Requests (CFMessagePortSendRequest) flag the record `replyExpected`; the
+// receiver answers with exactly one record on the same connection. While
+// waiting, the requesting thread runs its run loop in a mode private to this
+// right, in which only the reply is serviced. Requests on one right are
+// serialized; a reply that arrives after its request timed out is discarded
+// by the next request (replies come back in order).
+//
+// Invalidation: when the port's owner invalidates it or dies, the connection
+// hangs up; `onInvalidation` delivers that on a run loop without a send.
+
+import PortRunLoop
+import PortSystem
+import PortWire
+import Synchronization
+
+public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvertible {
+    // Safe to share: `fd` is immutable (and open while `connection` is set);
+    // every mutable field is accessed only with `lock` held. The reply
+    // sources run only inside `request`, on the requesting thread, while it
+    // holds `lock`, so `reply`/`pendingReplies`/`peerGone` are touched with
+    // the lock held there too.
+    package let fd: Int32
+    private let lock = Lock()
+    private var connection: ConnectionDescriptor?
+    private var closed: Bool { connection == nil }
+    /// A one-shot reply right: invalid after its first send.
+    private let isOneShotReply: Bool
+    private var transport: MessageTransport?
+    private var pendingReplies = 0
+    private var reply: PCPortMessage?
+    private var peerGone = false
+    private var answered = false
+    /// An async request is waiting for its reply on the background loop.
+    private var asyncInFlight = false
+    /// SO_PASSCRED is on for this right's socket (for replies).
+    private var passesCredentials = false
+    private var replyError: PortError?
+    private var replySources: [ObjectIdentifier: (loop: PCRunLoop, source: PortSource)] = [:]
+    private var invalidationSources: [PortSource] = []
+    private static let nextID = Atomic<UInt64>(1)
+    private let id = SendRight.nextID.wrappingAdd(1, ordering: .relaxed).oldValue
+    package let limits: PortLimits
+
+    /// Takes ownership of a connected SOCK_SEQPACKET descriptor.
+    public convenience init(adopting fd: Int32, limits: PortLimits = .default) {
+        self.init(connection: ConnectionDescriptor(adopting: fd), oneShotReply: false, limits: limits)
+    }
+
+    package init(connection: ConnectionDescriptor, oneShotReply: Bool, limits: PortLimits) {
+        self.connection = connection
+        self.fd = connection.fd
+        self.isOneShotReply = oneShotReply
+        self.limits = limits
+    }
+
+    deinit {
+        for (_, r) in replySources {
+            r.source.invalidate()
+            r.loop.discardMode(replyMode)
+        }
+        for s in invalidationSources { s.invalidate() }
+    }
+
+    /// The private mode a request runs the loop in.
+    private(set) lazy var replyMode = PCRunLoop.Mode("org.portd.reply.\(id)")
+
+    public var description: String { "SendRight(fd: \(fd))" }
+    public static func == (a: SendRight, b: SendRight) -> Bool { a === b }
+    public func hash(into h: inout Hasher) { h.combine(ObjectIdentifier(self)) }
+
+    /// Whether this right was invalidated by its holder. (Whether the port
+    /// is still alive is learned by sending, or through `onInvalidation`.)
+    public var isValid: Bool { lock.withLock { !closed } }
+
+    /// Closes this right. Idempotent; safe from any thread.
+    public func invalidate() {
+        let sources: [PortSource] = lock.withLock {
+            guard !closed else { return [] }
+            var all = invalidationSources
+            for (_, r) in replySources { all.append(r.source) }
+            return all
+        }
+        for s in sources { s.invalidate() }
+        lock.withLock {
+            for (_, r) in replySources { r.loop.discardMode(replyMode) }
+            replySources.removeAll()
+            invalidationSources.removeAll()
+            connection = nil  // closes the descriptor unless a port still serves it
+        }
+    }
+
+    /// The peer's credentials as of connect time (SO_PEERCRED): for a right
+    /// made by the name server, that is the name server.
+    public func connectionCredentials() throws(SystemCallError) -> Credentials {
+        try UnixSocket.peerCredentials(fd)
+    }
+
+    // MARK: Sending
+
+    /// Sends `message`, waiting until `deadline` for room in a full receiver
+    /// queue ("send before date"). Nothing is dropped: a full queue is
+    /// `.timedOut`, a gone receiver `.receiverGone`, never SIGPIPE.
+    @discardableResult
+    public func send(
+        _ message: PCPortMessage, before deadline: MonotonicInstant, replyPort: PCPort? = nil
+    ) throws(PortError) -> SendResult {
+        var replyRight: SendRight?
+        if let replyPort { replyRight = try replyPort.makeSendRight() }
+        return try lock.withLock { () throws(PortError) -> SendResult in
+            guard !closed else { throw .invalidated }
+            let t = transport ?? MessageTransport(limits: limits)
+            transport = t
+            let result = try t.send(
+                message, on: fd, replyPort: replyRight?.fd ?? message.replyPort?.fd, replyExpected: false,
+                before: deadline)
+            if isOneShotReply && result == .sent { answered = true; connection = nil }
+            return result
+        }
+    }
+
+    /// Sends `message`, waiting at most `timeout` for room.
+    @discardableResult
+    public func send(
+        _ message: PCPortMessage, timeout: Duration = .seconds(30), replyPort: PCPort? = nil
+    ) throws(PortError) -> SendResult {
+        try send(message, before: .now() + timeout, replyPort: replyPort)
+    }
+
+    // MARK: Request / reply
+
+    /// Sends `message` as a request and waits for the reply, running the
+    /// calling thread's run loop in a mode private to this right so that only
+    /// the reply is serviced meanwhile.
+    public func request(
+        _ message: PCPortMessage, sendTimeout: Duration = .seconds(30), receiveTimeout: Duration = .seconds(30)
+    ) throws(PortError) -> RequestResult {
+        let loop = PCRunLoop.current
+        return try lock.withLock { () throws(PortError) -> RequestResult in
+            if let early = try sendRequestLocked(message, sendTimeout: sendTimeout) { return early }
+            // Level-triggered: a reply that is already there is reported at once.
+            try ensureReplySource(on: loop)
+            let deadline = loop.clock.now() + receiveTimeout
+            while true {
+                if let r = reply {
+                    reply = nil
+                    return .reply(r)
+                }
+                if let e = replyError {
+                    replyError = nil
+                    throw e
+                }
+                if peerGone { return .invalidPort }
+                switch loop.run(mode: replyMode, before: deadline, returnAfterSourceHandled: true) {
+                case .timedOut: if reply == nil && !peerGone { return .receiveTimedOut }
+                case .finished: return .invalidPort
+                case .stopped, .handledSource: continue
+                }
+            }
+        }
+    }
+
+    /// Sends the request half of an async request; returns a result when
+    /// there is nothing to wait for.
+    package func beginAsyncRequest(_ message: PCPortMessage, sendTimeout: Duration) throws(PortError) -> RequestResult? {
+        try lock.withLock { () throws(PortError) -> RequestResult? in
+            if let early = try sendRequestLocked(message, sendTimeout: sendTimeout) { return early }
+            asyncInFlight = true
+            return nil
+        }
+    }
+
+    /// Lock held: sends the request half of a request; a result when there
+    /// is no reply to wait for, nil when one is now awaited.
+    private func sendRequestLocked(_ message: PCPortMessage, sendTimeout: Duration) throws(PortError) -> RequestResult? {
+        guard !closed else { throw .invalidated }
+        if asyncInFlight { throw .requestInProgress }
+        let t = transport ?? MessageTransport(limits: limits)
+        transport = t
+        if peerGone { return .invalidPort }
+        if !passesCredentials {
+            // Replies carry the replier's kernel credentials too (set before
+            // the first request goes out, so its reply has them).
+            do { try UnixSocket.setPassCredentials(fd, true) } catch { throw .system(error) }
+            passesCredentials = true
+        }
+        switch try t.send(
+            message, on: fd, replyPort: message.replyPort?.fd, replyExpected: true, before: .now() + sendTimeout)
+        {
+        case .sent: break
+        case .timedOut: return .sendTimedOut
+        case .receiverGone:
+            // A record the peer left before it hung up, while no earlier
+            // reply is outstanding, answers this request (a server's
+            // refusal of the connection: PCPort.setAdmission).
+            guard pendingReplies == 0, case .message(let parting, _)? = try? t.receive(on: fd) else { return .invalidPort }
+            peerGone = true
+            return .reply(parting)
+        }
+        pendingReplies += 1
+        reply = nil
+        replyError = nil
+        return nil
+    }
+
+    /// On the background loop: reads what is there; a result once the reply
+    /// (or the end) came.
+    package func readAsyncReply() -> Result<RequestResult, PortError>? {
+        lock.withLock { () -> Result<RequestResult, PortError>? in
+            readReply()
+            if let r = reply {
+                reply = nil
+                return .success(.reply(r))
+            }
+            if let e = replyError {
+                replyError = nil
+                return .failure(e)
+            }
+            if peerGone { return .success(.invalidPort) }
+            return nil
+        }
+    }
+
+    package func endAsyncRequest() { lock.withLock { asyncInFlight = false } }
+
+    /// Lock held.
+    private func ensureReplySource(on loop: PCRunLoop) throws(PortError) {
+        let key = ObjectIdentifier(loop)
+        if replySources[key] != nil { return }
+        let source = PortSource(fileDescriptor: fd, events: .readable, closesOnInvalidate: false) { [unowned self] _ in
+            // Runs inside `request`, on its thread, with `lock` held by it.
+            self.readReply()
+        }
+        do {
+            try loop.add(source, forMode: replyMode)
+        } catch {
+            throw .system(error)
+        }
+        replySources[key] = (loop, source)
+    }
+
+    /// Reads one record from the connection: a reply, or a stale one to drop.
+    private func readReply() {
+        guard let t = transport else { return }
+        do {
+            switch try t.receive(on: fd) {
+            case .wouldBlock: return
+            case .closed: peerGone = true
+            case .message(let m, _):
+                if pendingReplies > 1 {
+                    pendingReplies -= 1  // the answer to a request that timed out
+                } else {
+                    pendingReplies = 0
+                    reply = m
+                }
+            }
+        } catch {
+            replyError = error
+            peerGone = true
+        }
+    }
+
+    /// For a one-shot reply right, on the port's loop thread: sends `reply`
+    /// with the port's transport unless the handler already answered
+    /// through this right; with `reply` nil, sends an empty reply only when
+    /// nobody kept the right to answer later (`deferred` false).
+    package func answer(
+        _ reply: PCPortMessage?, requestID msgid: UInt32, deferred: Bool, using transport: MessageTransport
+    ) -> PortError? {
+        lock.withLock { () -> PortError? in
+            guard !answered, let conn = connection else { return nil }
+            guard reply != nil || !deferred else { return nil }
+            answered = true
+            connection = nil
+            return withExtendedLifetime(conn) { () -> PortError? in
+                do throws(PortError) {
+                    // Never wait on the loop's thread: a requester whose
+                    // queue is full is not reading its replies, and waiting
+                    // for it would stall everyone else the loop serves.
+                    switch try transport.send(
+                        reply ?? PCPortMessage(msgid: msgid), on: fd, replyPort: reply?.replyPort?.fd,
+                        replyExpected: false, before: .now())
+                    {
+                    case .sent, .receiverGone: return nil  // a gone peer's connection ends by itself
+                    case .timedOut: return .peerNotReading
+                    }
+                } catch {
+                    return error
+                }
+            }
+        }
+    }
+
+    // MARK: Invalidation
+
+    /// Calls `handler` on `loop`'s thread once the port this right leads to
+    /// is gone (its owner invalidated it or exited), without having to send.
+    public func onInvalidation(
+        in loop: PCRunLoop, forMode mode: PCRunLoop.Mode = .common, _ handler: @escaping () -> Void
+    ) throws(SystemCallError) {
+        // EPOLLRDHUP without EPOLLIN: replies arriving do not trigger it, a
+        // hang-up does (epoll also always reports EPOLLHUP/EPOLLERR).
+        let source = PortSource(fileDescriptor: fd, events: [.readHangUp], closesOnInvalidate: false) { s in
+            s.invalidate()
+            handler()
+        }
+        lock.withLock { invalidationSources.append(source) }
+        try loop.add(source, forMode: mode)
+    }
+}

@@ -1,0 +1,484 @@
+// PortNameServer: the client of portd, NSMessagePortNameServer's analogue
+// (Foundation on Linux declares no PortNameServer, so no prefix): register
+// a port under a name, look a port up by name (optionally waiting for it),
+// release a name, watch owner changes, list names, ask who owns one, ask
+// for portd's status, and claim a declared port (launchd's check-in).
+//
+// One instance is one client connection to portd's control socket (path
+// from DaemonPaths). Names it registers belong to that connection: portd
+// releases them the moment it closes (invalidate(), deinit, exit, crash).
+// Every request is a port message with REPLY_EXPECTED, sent by
+// SendRight.request on the calling thread's run loop; portd answers each
+// with one record, in order, and one request is in flight at a time
+// (SendRight serialises them).
+//
+// Lookup cache: a right found by `lookup` is kept per name and handed out
+// again while its port lives; before reusing one, poll(2) asks the kernel
+// whether the connection hung up (the port's owner invalidated it or
+// died), and a dead one is dropped and looked up afresh. A right to an
+// owner that was *replaced* but still lives keeps leading to that owner:
+// `lookup(..., cached: false)` or `forget(_:)` asks again.
+//
+// Threads: safe from any thread. Mutable state (`cache`, `acquisitions`) is
+// behind `state`'s lock; the control right is immutable and serialises its
+// own requests.
+
+import PortMessaging
+import PortNameProtocol
+import PortRunLoop
+import PortSystem
+import PortWire
+import Synchronization
+
+public final class PortNameServer: Sendable {
+    /// The control socket's path.
+    public let socketPath: String
+    /// The bound of each request (and of the connect): no reply within it is `.timedOut`.
+    public let timeout: Duration
+    private let control: SendRight
+    private let limits: PortLimits
+    private let lossRelay = ConnectionLossRelay()
+    package let state = Mutex(State())
+
+    package struct State {
+        package var cache: [String: SendRight] = [:]
+        /// Notification ports of queued registrations, until they get their name.
+        package var acquisitions: [ObjectIdentifier: PCPort] = [:]
+        /// The ports of running watches (they end with the connection).
+        package var watches: [ObjectIdentifier: PCPort] = [:]
+    }
+
+    /// Connects to portd at `location`. The per-user fallback directory
+    /// under /tmp is checked to be private first (DaemonDirectory).
+    public init(
+        location: DaemonSocketLocation, timeout: Duration = .seconds(5), limits: PortLimits = .default
+    ) throws(NameServerError) {
+        do {
+            try DaemonDirectory.check(location, userID: CurrentProcess.userID)
+        } catch {
+            throw .untrustedDirectory(error.description)
+        }
+        self.socketPath = location.path
+        self.timeout = timeout
+        self.limits = limits
+        self.control = try Self.connect(location.path, timeout: timeout, limits: limits)
+    }
+
+    /// Connects to the portd this process's environment names: PORTD_SOCKET,
+    /// else the system instance (`instance: .system`), else the per-user one.
+    public convenience init(
+        instance: DaemonInstance? = nil, timeout: Duration = .seconds(5), limits: PortLimits = .default
+    ) throws(NameServerError) {
+        try self.init(
+            location: DaemonPaths.resolve(
+                explicitPath: nil, instance: instance, userID: CurrentProcess.userID,
+                environment: CurrentProcess.environment),
+            timeout: timeout, limits: limits)
+    }
+
+    /// Connects to portd at the socket `path`.
+    public convenience init(
+        socketPath path: String, timeout: Duration = .seconds(5), limits: PortLimits = .default
+    ) throws(NameServerError) {
+        try self.init(location: DaemonSocketLocation(path: path, origin: .option), timeout: timeout, limits: limits)
+    }
+
+    deinit { invalidate() }
+
+    /// Closes the connection: portd releases every name it registered and
+    /// drops its queue places and watches; local watches end (their
+    /// AsyncSequences finish). Idempotent.
+    public func invalidate() {
+        let (cached, ports) = state.withLock { s in
+            defer {
+                s.cache.removeAll()
+                s.acquisitions.removeAll()
+                s.watches.removeAll()
+            }
+            return (Array(s.cache.values), Array(s.acquisitions.values) + Array(s.watches.values))
+        }
+        for right in cached { right.invalidate() }
+        for port in ports { port.invalidate() }
+        control.invalidate()
+    }
+
+    /// Whether the connection is open on our side.
+    public var isValid: Bool { control.isValid }
+
+    /// Calls `handler` on `loop`'s thread, once, when portd closes this
+    /// client's connection (it stopped, or dropped this client): the names
+    /// it held are gone then, and its watches and queue places ended.
+    /// Any number of handlers may wait; not called after `invalidate()`.
+    /// Registered after the loss was seen on that loop and mode, `handler`
+    /// runs at once, on the calling thread.
+    public func onConnectionLoss(
+        in loop: PCRunLoop, forMode mode: PCRunLoop.Mode = .common, _ handler: @escaping () -> Void
+    ) throws(NameServerError) {
+        let key = ConnectionLossRelay.Key(loop: ObjectIdentifier(loop), mode: mode)
+        guard lossRelay.add(handler, for: key) else { return }
+        do {
+            try control.onInvalidation(in: loop, forMode: mode) { [lossRelay] in lossRelay.fire(key) }
+        } catch {
+            lossRelay.remove(key)
+            throw .transport(.system(error))
+        }
+    }
+
+    // MARK: Connecting
+
+    /// A blocking connect bounded by SO_SNDTIMEO (the only way AF_UNIX
+    /// offers to wait for room in a full backlog), then a non-blocking
+    /// socket for the port layer.
+    private static func connect(_ path: String, timeout: Duration, limits: PortLimits) throws(NameServerError) -> SendRight {
+        func mapped(_ error: SystemCallError) -> NameServerError {
+            switch error.errno {
+            case .noSuchFileOrDirectory, .notDirectory, .connectionRefused: .notRunning(socket: path)
+            case .permissionDenied, .notPermitted: .permissionDenied(socket: path)
+            default: .transport(.system(error))
+            }
+        }
+        let fd: Int32
+        do {
+            fd = try LocalSocket.make(.seqPacket, nonBlocking: false)
+        } catch {
+            throw .transport(.system(error))
+        }
+        let outcome: LocalSocket.ConnectResult
+        do throws(SystemCallError) {
+            try LocalSocket.setSendTimeout(fd, timeout)
+            outcome = try LocalSocket.connect(fd, path: path)
+            try Descriptor.setNonBlocking(fd, true)
+        } catch {
+            LocalSocket.close(fd)
+            throw mapped(error)
+        }
+        if outcome == .wouldBlock {
+            LocalSocket.close(fd)
+            throw .timedOut("connecting to portd at \(path) (its backlog stayed full)")
+        }
+        return SendRight(adopting: fd, limits: limits)
+    }
+
+    // MARK: The exchange
+
+    /// Sends one request and returns portd's reply, taken apart.
+    package func exchange(
+        _ message: PCPortMessage, what: String, receiveTimeout: Duration? = nil
+    ) throws(NameServerError) -> NameServerReply {
+        let result: RequestResult
+        do {
+            result = try control.request(message, sendTimeout: timeout, receiveTimeout: receiveTimeout ?? timeout)
+        } catch {
+            if case .invalidated = error { throw .connectionLost }
+            throw .transport(error)
+        }
+        switch result {
+        case .reply(let reply): return try NameServerReply(reply)
+        case .sendTimedOut:
+            throw .timedOut("portd at \(socketPath) took no request within \(Self.seconds(timeout)) (sending \(what))")
+        case .receiveTimedOut:
+            throw .timedOut("portd at \(socketPath) did not answer \(what) within \(Self.seconds(receiveTimeout ?? timeout))")
+        case .invalidPort: throw .connectionLost
+        }
+    }
+
+    private func request(
+        _ msgid: UInt32, _ strings: [String], what: String, replyPort: SendRight? = nil, receiveTimeout: Duration? = nil
+    ) throws(NameServerError) -> NameServerReply {
+        var message = PCPortMessage(msgid: msgid, strings: strings)
+        message.replyPort = replyPort
+        return try exchange(message, what: what, receiveTimeout: receiveTimeout)
+    }
+
+    /// "5 s", "0.25 s": a duration for messages.
+    package static func seconds(_ d: Duration) -> String {
+        let ms = d.nanosecondsClamped / 1_000_000
+        return ms % 1000 == 0 ? "\(ms / 1000) s" : "\(Double(ms) / 1000) s"
+    }
+
+    package static func checkName(_ name: String) throws(NameServerError) {
+        if let problem = NameServerProtocol.nameProblem(name) { throw .invalidName("\"\(name)\": \(problem)") }
+    }
+
+    /// A local port for a receive right that came in a reply (the PORT
+    /// component decodes as a SendRight; it is a listening socket here).
+    package static func receivePort(from right: SendRight, limits: PortLimits) throws(NameServerError) -> PCPort {
+        do throws(SystemCallError) {
+            let fd = try Descriptor.duplicate(right.fd)
+            do {
+                return try PCPort(adoptingListeningDescriptor: fd, limits: limits)
+            } catch {
+                Descriptor.close(fd)
+                throw error
+            }
+        } catch {
+            throw .transport(.system(error))
+        }
+    }
+
+    // MARK: Status, list, owner
+
+    /// portd's version, pid, uptime and counters.
+    public func status() throws(NameServerError) -> NameServerStatus {
+        let reply = try request(NameServerProtocol.MessageID.status, [], what: "STATUS")
+        guard reply.word == NameServerProtocol.ReplyWord.ok.rawValue else { throw reply.unexpected(for: "STATUS") }
+        return try NameServerStatus(reply)
+    }
+
+    /// Every registered name with its owner, in portd's order.
+    public func list() throws(NameServerError) -> [NameEntry] {
+        var entries: [NameEntry] = []
+        var after: [String] = []
+        while true {
+            let reply = try request(NameServerProtocol.MessageID.list, after, what: "LIST")
+            guard reply.word == NameServerProtocol.ReplyWord.ok.rawValue else { throw reply.unexpected(for: "LIST") }
+            var lines = reply.strings[...]
+            let more = lines.last == "more"
+            if more { lines = lines.dropLast() }
+            for line in lines {
+                guard let entry = NameEntry(listLine: line) else { throw .protocolError("LIST line \"\(line)\"") }
+                entries.append(entry)
+            }
+            // The reply did not hold every name: ask for those after the last one.
+            guard more, let last = entries.last else { return entries }
+            after = ["after=\(last.name)"]
+        }
+    }
+
+    /// Who owns `name`, since when, and who waits for it; nil when nobody owns it.
+    public func owner(_ name: String) throws(NameServerError) -> NameOwner? {
+        try Self.checkName(name)
+        let reply = try request(NameServerProtocol.MessageID.owner, [name], what: "OWNER \(name)")
+        switch NameServerProtocol.ReplyWord(rawValue: reply.word) {
+        case .ok:
+            typealias F = NameServerProtocol.Field
+            var queued: [NameOwner.Process] = []
+            for q in reply.fields(F.queued) {
+                guard let p = NameOwner.Process(colonPair: q) else { throw .protocolError("queued=\(q)") }
+                queued.append(p)
+            }
+            return NameOwner(
+                name: name, owner: .init(pid: try reply.integer(F.pid), uid: try reply.integer(F.uid)),
+                sinceMilliseconds: try reply.integer(F.since), queued: queued)
+        case .notFound:
+            return nil
+        default:
+            throw reply.unexpected(for: "OWNER")
+        }
+    }
+
+    // MARK: Register, release, declared check-in
+
+    /// Asks for `name`. With `onAcquire`, a taken name may queue us: the
+    /// handler then gets the port on `loop` (the background loop by
+    /// default) when the owners before us go. Without it, the request is
+    /// made with do-not-queue: a taken name is `.alreadyOwned`. With
+    /// `onLost`, a name we own (now or once acquired) that another client
+    /// replaces (we registered with `.allowReplacement`) is reported on
+    /// `loop`'s thread with the new owner (NAME_LOST); our port then
+    /// receives nothing more from new senders.
+    public func register(
+        _ name: String, options: RegistrationOptions = [], loop: PCRunLoop? = nil,
+        onAcquire: (@Sendable (PCPort) -> Void)? = nil, onLost: ((NameOwner.Process) -> Void)? = nil
+    ) throws(NameServerError) -> RegistrationOutcome {
+        try Self.checkName(name)
+        var options = options
+        if onAcquire == nil { options.insert(.doNotQueue) }
+        var notifier: PCPort?
+        var notifierRight: SendRight?
+        if onAcquire != nil || onLost != nil {
+            let port = PCPort(limits: limits)
+            let limits = self.limits
+            port.setHandler { [weak self, weak port] message in
+                switch message.msgid {
+                case NameServerProtocol.MessageID.nameAcquired:
+                    guard let onAcquire,
+                        case .port(let right)? = message.components.first(where: { if case .port = $0 { true } else { false } }),
+                        let acquired = try? Self.receivePort(from: right, limits: limits)
+                    else { return nil }
+                    if onLost == nil, let port {
+                        _ = self?.state.withLock { $0.acquisitions.removeValue(forKey: ObjectIdentifier(port)) }
+                        port.invalidate()
+                    }
+                    onAcquire(acquired)
+                case NameServerProtocol.MessageID.nameLost:
+                    guard let onLost else { return nil }
+                    let words = message.components.compactMap(\.string)
+                    func field(_ key: String) -> String? {
+                        words.first { $0.hasPrefix(key + "=") }.map { String($0.dropFirst(key.count + 1)) }
+                    }
+                    if let port {
+                        _ = self?.state.withLock { $0.acquisitions.removeValue(forKey: ObjectIdentifier(port)) }
+                        port.invalidate()
+                    }
+                    onLost(.init(pid: field("pid").flatMap { Int32($0) } ?? 0, uid: field("uid").flatMap { UInt32($0) } ?? 0))
+                default:
+                    break
+                }
+                return nil
+            }
+            do {
+                notifierRight = try port.makeSendRight()
+            } catch {
+                throw .transport(error)
+            }
+            notifier = port
+        }
+        let reply = try request(
+            NameServerProtocol.MessageID.register, [name] + options.words, what: "REGISTER \(name)",
+            replyPort: notifierRight)
+        notifierRight = nil
+        switch NameServerProtocol.ReplyWord(rawValue: reply.word) {
+        case .registered:
+            guard let right = reply.ports.first else {
+                notifier?.invalidate()
+                throw .protocolError("\"registered\" without a port")
+            }
+            if onLost != nil, let notifier {
+                // Kept to hear NAME_LOST, until it comes or this client closes.
+                state.withLock { $0.acquisitions[ObjectIdentifier(notifier)] = notifier }
+                do {
+                    try notifier.schedule(in: loop ?? BackgroundLoop.shared.loop, forMode: .default)
+                } catch {
+                    throw .transport(error)
+                }
+            } else {
+                notifier?.invalidate()
+            }
+            return .registered(try Self.receivePort(from: right, limits: limits))
+        case .queued:
+            guard let notifier else { throw .protocolError("queued although the request said do-not-queue") }
+            state.withLock { $0.acquisitions[ObjectIdentifier(notifier)] = notifier }
+            do {
+                try notifier.schedule(in: loop ?? BackgroundLoop.shared.loop, forMode: .default)
+            } catch {
+                throw .transport(error)
+            }
+            return .queued
+        case .alreadyOwned:
+            notifier?.invalidate()
+            return .alreadyOwned(
+                .init(pid: try reply.integer(NameServerProtocol.Field.pid), uid: try reply.integer(NameServerProtocol.Field.uid)))
+        default:
+            notifier?.invalidate()
+            throw reply.unexpected(for: "REGISTER")
+        }
+    }
+
+    /// Gives `name` up (or leaves its queue).
+    public func release(_ name: String) throws(NameServerError) -> ReleaseOutcome {
+        try Self.checkName(name)
+        let reply = try request(NameServerProtocol.MessageID.release, [name], what: "RELEASE \(name)")
+        switch NameServerProtocol.ReplyWord(rawValue: reply.word) {
+        case .released: return .released
+        case .notOwner: return .notOwner
+        default: throw reply.unexpected(for: "RELEASE")
+        }
+    }
+
+    /// Claims the receive right of a port declared in portd.conf (launchd's
+    /// check-in). Only the declared owner may; anyone else gets `.denied`.
+    public func checkIn(declaredName name: String) throws(NameServerError) -> DeclaredCheckInOutcome {
+        try Self.checkName(name)
+        let reply = try request(NameServerProtocol.MessageID.checkIn, [name], what: "CHECKIN \(name)")
+        switch NameServerProtocol.ReplyWord(rawValue: reply.word) {
+        case .checkedIn:
+            guard let right = reply.ports.first else { throw .protocolError("\"checked-in\" without a port") }
+            return .checkedIn(try Self.receivePort(from: right, limits: limits))
+        case .notDeclared:
+            return .notDeclared
+        default:
+            throw reply.unexpected(for: "CHECKIN")
+        }
+    }
+
+    // MARK: Lookup
+
+    /// Asks portd for a send right to `name`'s port, waiting up to `wait`
+    /// for the name to appear (nil or zero: no wait). Not cached.
+    public func resolve(_ name: String, wait: Duration? = nil) throws(NameServerError) -> LookupOutcome {
+        try Self.checkName(name)
+        var strings = [name]
+        var receiveTimeout = timeout
+        if let wait, wait > .zero {
+            let ms = max(1, (wait.nanosecondsClamped + 999_999) / 1_000_000)
+            strings.append("\(NameServerProtocol.Field.waitMilliseconds)=\(ms)")
+            receiveTimeout = wait + timeout
+        }
+        let reply = try request(
+            NameServerProtocol.MessageID.lookup, strings, what: "LOOKUP \(name)", receiveTimeout: receiveTimeout)
+        switch NameServerProtocol.ReplyWord(rawValue: reply.word) {
+        case .found:
+            guard let right = reply.ports.first else { throw .protocolError("\"found\" without a port") }
+            typealias F = NameServerProtocol.Field
+            return .found(right, owner: .init(pid: try reply.integer(F.pid), uid: try reply.integer(F.uid)))
+        case .notFound: return .notFound
+        case .timeout: return .timedOut
+        default: throw reply.unexpected(for: "LOOKUP")
+        }
+    }
+
+    /// A send right to `name`'s port, or nil when nobody owns it (within
+    /// `wait`, when given). With `cached`, a right found earlier is reused
+    /// while its port lives (see the top of this file).
+    public func lookup(_ name: String, wait: Duration? = nil, cached: Bool = true) throws(NameServerError) -> SendRight? {
+        if cached, let right = cachedRight(name) { return right }
+        switch try resolve(name, wait: wait) {
+        case .found(let right, _):
+            if cached {
+                let replaced = state.withLock { s in
+                    defer { s.cache[name] = right }
+                    return s.cache[name]
+                }
+                if let replaced, replaced !== right { replaced.invalidate() }
+            }
+            return right
+        case .notFound, .timedOut:
+            return nil
+        }
+    }
+
+    /// Drops the cached right for `name`, if any.
+    public func forget(_ name: String) {
+        state.withLock { $0.cache.removeValue(forKey: name) }?.invalidate()
+    }
+
+    /// The cached right for `name` when its connection has not hung up.
+    private func cachedRight(_ name: String) -> SendRight? {
+        guard let right = state.withLock({ $0.cache[name] }) else { return nil }
+        if right.isValid, let ready = try? Poll.wait([(right.fd, [.readHangUp])], timeout: .zero).first,
+            ready.isDisjoint(with: [.hangUp, .error, .readHangUp])
+        {
+            return right
+        }
+        state.withLock { s in
+            if s.cache[name] === right { s.cache[name] = nil }
+        }
+        right.invalidate()
+        return nil
+    }
+
+    /// Sends `message` to `name`'s port: looks it up (cached), and when the
+    /// cached right's port turns out to be gone, looks it up once more.
+    /// Returns nil when nobody owns the name.
+    @discardableResult
+    public func send(_ message: PCPortMessage, to name: String, timeout sendTimeout: Duration? = nil) throws(NameServerError)
+        -> SendResult?
+    {
+        for attempt in 0..<2 {
+            guard let right = try lookup(name) else { return nil }
+            let result: SendResult
+            do {
+                result = try right.send(message, timeout: sendTimeout ?? timeout)
+            } catch {
+                throw .transport(error)
+            }
+            if result == .receiverGone && attempt == 0 {
+                forget(name)
+                continue
+            }
+            return result
+        }
+        return .receiverGone
+    }
+}

@@ -1,0 +1,289 @@
+// Running the loop: the pass documented at the top of PCRunLoop.swift, one
+// short method per phase. Owner thread only.
+
+import PortSystem
+
+extension PCRunLoop {
+    /// Runs in `.default` until `stop()` is called or nothing is left to run.
+    public func run() {
+        while true {
+            switch run(mode: .default, before: .distantFuture) {
+            case .finished, .stopped: return
+            case .timedOut, .handledSource: continue
+            }
+        }
+    }
+
+    /// Runs in `.default` until `deadline`, `stop()`, or nothing is left to run.
+    public func run(until deadline: MonotonicInstant) {
+        while clock.now() < deadline {
+            switch run(mode: .default, before: deadline) {
+            case .finished, .stopped, .timedOut: return
+            case .handledSource: continue
+            }
+        }
+    }
+
+    /// Runs one run in `mode` for at most `timeout` (zero: one pass that
+    /// does not sleep). See `run(mode:before:returnAfterSourceHandled:)`.
+    @discardableResult
+    public func run(mode: Mode, timeout: Duration, returnAfterSourceHandled: Bool = false) -> RunResult {
+        run(mode: mode, before: clock.now() + (timeout < .zero ? .zero : timeout),
+            returnAfterSourceHandled: returnAfterSourceHandled)
+    }
+
+    /// Runs the loop in `mode` until `deadline`. Returns `.finished` at once
+    /// (without notifying observers) when the mode has no sources, timers or
+    /// perform requests; otherwise notifies `.entry`, runs passes until one
+    /// of the results, and notifies `.exit`. Runs may nest: a callout may
+    /// run the loop again, in any mode. Owner thread only.
+    @discardableResult
+    public func run(mode: Mode, before deadline: MonotonicInstant, returnAfterSourceHandled: Bool = false) -> RunResult {
+        precondition(isCurrent, "a PCRunLoop runs only on the thread that owns it")
+        precondition(mode != .common, "run in a concrete mode, not the common pseudo-mode")
+        let ms: ModeState? = lock.withLock {
+            let ms = modeState(mode)
+            if isEmptyLocked(ms) { return nil }
+            ms.runDepth += 1
+            return ms
+        }
+        guard let ms else { return .finished }
+        modeStack.append(ms)
+        defer {
+            modeStack.removeLast()
+            lock.withLock { ms.runDepth -= 1 }
+        }
+        notify(ms, .entry)
+        let result = runPasses(ms, deadline: deadline, returnAfterSourceHandled: returnAfterSourceHandled)
+        notify(ms, .exit)
+        return result
+    }
+
+    private static let eventCapacity: Int32 = 64
+
+    private func runPasses(_ ms: ModeState, deadline: MonotonicInstant, returnAfterSourceHandled: Bool) -> RunResult {
+        if takeStopRequest() { return .stopped }
+        // One buffer per run depth, not per loop: a nested run in a callout
+        // must not overwrite the batch its caller is dispatching. Kept for
+        // the next run at the same depth (no allocation per run).
+        let depth = modeStack.count - 1
+        while eventBuffers.count <= depth {
+            eventBuffers.append(Epoll.EventBuffer(capacity: Self.eventCapacity))
+        }
+        let events = eventBuffers[depth]
+        var ready: [PortSource] = []
+        while true {
+            notify(ms, .beforeTimers)
+            notify(ms, .beforeSources)
+            runPerformRequests(ms)
+            var handledSource = performSignalledSources(ms)
+            if handledSource { runPerformRequests(ms) }
+            let poll = handledSource || clock.now() >= deadline
+            var count = 0
+            if !poll, ms.epoll >= 0, !ms.observedActivities.isDisjoint(with: [.beforeWaiting, .afterWaiting]) {
+                count = wait(ms, events, timeoutMilliseconds: 0)  // step 5
+            }
+            if count == 0 {
+                if !poll { notify(ms, .beforeWaiting) }
+                count = sleep(ms, events, poll: poll, deadline: deadline)
+                if !poll { notify(ms, .afterWaiting) }
+            }
+            collectReady(ms, events, count, into: &ready)
+            fireDueTimers(ms)
+            if dispatch(ms, &ready) { handledSource = true }
+            runPerformRequests(ms)
+
+            if handledSource && returnAfterSourceHandled { return .handledSource }
+            if clock.now() >= deadline { return .timedOut }
+            if takeStopRequest() { return .stopped }
+            if isEmpty(ms) { return .finished }
+        }
+    }
+
+    // MARK: Phases
+
+    package func notify(_ ms: ModeState, _ activity: Activity) {
+        guard ms.observedActivities.contains(activity) else { return }
+        let observers: [RunLoopObserver] = lock.withLock {
+            ms.observers.filter { $0.activities.contains(activity) }
+        }
+        for o in observers where o.isValid {
+            o.callback(o, activity)
+            if !o.repeats { o.invalidate() }
+        }
+    }
+
+    /// Steps 6-7: arms the timerfd for the earliest of the run's deadline and
+    /// the mode's timer windows, then waits. Turns into a poll when work for
+    /// this mode arrived since step 4.
+    private func sleep(
+        _ ms: ModeState, _ events: Epoll.EventBuffer, poll: Bool, deadline: MonotonicInstant
+    ) -> Int {
+        var poll = poll
+        var wake = deadline
+        lock.withLock {
+            if !poll && hasPendingWork(ms) { poll = true }
+            if !poll {
+                if let t = ms.timers.wakeDeadline(), t < wake { wake = t }
+                sleeping = true
+            }
+        }
+        if !poll { arm(wake) }
+        let n = wait(ms, events, timeoutMilliseconds: poll ? 0 : -1)
+        if !poll { lock.withLock { sleeping = false } }
+        return n
+    }
+
+    private func arm(_ deadline: MonotonicInstant) {
+        let target: MonotonicInstant? = deadline >= .distantFuture ? nil : deadline
+        if !clockIsSystem, let t = target {
+            // Another clock: sleep for the same span of real time.
+            let span = t - clock.now()
+            setTimerFD(.now() + (span < .zero ? .zero : span))
+            armedDeadline = nil
+            return
+        }
+        // An armed deadline earlier than needed is kept: it costs at most one
+        // spurious wake-up (the pass goes round and re-arms), where re-arming
+        // costs a system call on every run with a fresh deadline (each
+        // request/reply has one).
+        if let armed = armedDeadline, let t = target, armed <= t { return }
+        if armedDeadline == nil && target == nil { return }
+        if let armed = armedDeadline, target == nil, armed > .now() { return }
+        setTimerFD(target)
+        armedDeadline = target
+    }
+
+    private func setTimerFD(_ target: MonotonicInstant?) {
+        do {
+            try TimerFD.arm(timerFD, deadline: target?.nanoseconds)
+        } catch {
+            preconditionFailure("PCRunLoop: \(error)")
+        }
+    }
+
+    private func wait(_ ms: ModeState, _ events: Epoll.EventBuffer, timeoutMilliseconds: Int32) -> Int {
+        do {
+            return try Epoll.wait(
+                ms.epoll >= 0 ? ms.epoll : bareEpoll, into: events,
+                timeoutMilliseconds: timeoutMilliseconds)
+        } catch {
+            preconditionFailure("PCRunLoop: \(error)")
+        }
+    }
+
+    /// Step 9, first half: drains the wake-up and timer descriptors and maps
+    /// the batch's tokens to this mode's port sources.
+    private func collectReady(
+        _ ms: ModeState, _ events: Epoll.EventBuffer, _ count: Int, into ready: inout [PortSource]
+    ) {
+        ready.removeAll(keepingCapacity: true)
+        guard count > 0 else { return }
+        var portEvents = false
+        for i in 0..<count {
+            switch events.token(at: i) {
+            case Self.wakeToken:
+                do { try EventFD.drain(wakeFD) } catch { preconditionFailure("PCRunLoop: \(error)") }
+            case Self.timerToken:
+                do { try TimerFD.drain(timerFD) } catch { preconditionFailure("PCRunLoop: \(error)") }
+                armedDeadline = nil
+            default:
+                portEvents = true
+            }
+        }
+        guard portEvents else { return }
+        lock.withLock {
+            for i in 0..<count {
+                let token = events.token(at: i)
+                if token > Self.timerToken, let s = ms.portSources[token] { ready.append(s) }
+            }
+        }
+    }
+
+    /// Step 9, second half: calls each ready source that is still in the mode
+    /// (an earlier handler of the batch may have removed it).
+    private func dispatch(_ ms: ModeState, _ ready: inout [PortSource]) -> Bool {
+        guard !ready.isEmpty else { return false }
+        let batch = ready
+        ready.removeAll(keepingCapacity: true)
+        var handled = false
+        for s in batch {
+            let stillThere = lock.withLock { ms.portSources[s.token] === s }
+            guard stillThere, s.isValid else { continue }
+            s.handler(s)
+            handled = true
+        }
+        return handled
+    }
+
+    /// Step 4: performs every signalled custom source of this mode, lower
+    /// order first; sources of other modes stay signalled.
+    private func performSignalledSources(_ ms: ModeState) -> Bool {
+        guard signalledHint.load(ordering: .relaxed) > 0 else { return false }
+        let due: [RunLoopSource] = lock.withLock {
+            guard !signalled.isEmpty else { return [] }
+            var due: [RunLoopSource] = []
+            for (id, s) in signalled where ms.customSources[id] != nil {
+                due.append(s)
+            }
+            for s in due { signalled[ObjectIdentifier(s)] = nil }
+            return due
+        }
+        guard !due.isEmpty else { return false }
+        var performed = false
+        for s in due.sorted(by: { ($0.order, $0.sequence) < ($1.order, $1.sequence) }) where s.isValid {
+            s.performCallback(s)
+            performed = true
+        }
+        return performed
+    }
+
+    /// Fires every timer of this mode that is due, earliest first (equal
+    /// dates in the order added). Repeating timers are rescheduled on their
+    /// grid before their action runs, so an action may invalidate its timer.
+    private func fireDueTimers(_ ms: ModeState) {
+        let now = clock.now()
+        let due: [PCTimer] = lock.withLock {
+            var due: [PCTimer] = []
+            var skipped: [PCTimer] = []
+            while let t = ms.timers.popDue(now: now) {
+                if t.isFiring {
+                    skipped.append(t)  // a nested run inside its own action
+                    continue
+                }
+                t.isFiring = true
+                t.heapGeneration &+= 1  // every other mode's entry is now stale
+                if let interval = t.interval {
+                    t.scheduledFireDate = PCTimer.nextFireDate(scheduled: t.scheduledFireDate, interval: interval, now: now)
+                    for other in modes.values where other.timers.contains(t) { other.timers.push(t) }
+                }
+                due.append(t)
+            }
+            for t in skipped { ms.timers.push(t) }
+            return due
+        }
+        for t in due {
+            if t.isValid { t.action(t) }
+            if t.interval == nil { t.invalidate() }
+            lock.withLock { t.isFiring = false }
+        }
+    }
+
+    // MARK: Predicates (lock held where noted)
+
+    /// Lock held: a signalled source or a perform request for this mode, or a stop.
+    private func hasPendingWork(_ ms: ModeState) -> Bool {
+        if stopRequested { return true }
+        for id in signalled.keys where ms.customSources[id] != nil { return true }
+        return performQueue.contains { $0.matches(ms.mode, commonModes: commonModes) }
+    }
+
+    package func isEmpty(_ ms: ModeState) -> Bool {
+        lock.withLock { isEmptyLocked(ms) }
+    }
+
+    /// Lock held.
+    package func isEmptyLocked(_ ms: ModeState) -> Bool {
+        !ms.hasSourcesOrTimers && !performQueue.contains { $0.matches(ms.mode, commonModes: commonModes) }
+    }
+}

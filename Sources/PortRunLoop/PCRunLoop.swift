@@ -1,0 +1,252 @@
+// PCRunLoop: one run loop per thread (seeds: "Anatomy of a Run Loop";
+// Foundation's RunLoop, hence the prefix).
+//
+// One pass, in this order (seeds: "The Run Loop Sequence of Events"), and
+// this order is a guarantee:
+//
+//   1. notify .entry                       (once per run, not per pass)
+//   2. notify .beforeTimers
+//   3. notify .beforeSources
+//   4. run queued perform requests; perform signalled custom sources
+//   5. if a port source is already ready, handle it without sleeping (go to 9)
+//   6. notify .beforeWaiting
+//   7. sleep in epoll_wait until a port source is ready, a timer is due, the
+//      run's timeout passes, or the loop is woken explicitly
+//   8. notify .afterWaiting
+//   9. fire due timers, then handle every ready port source of the wait;
+//      then return if a source was handled and the run asked for that,
+//      if the timeout passed, if stop() was called, or if the mode became
+//      empty; otherwise go to 2
+//  10. notify .exit                        (once per run)
+//
+// A pass that does not block (timeout already passed, or a custom source was
+// just performed) polls instead of sleeping and sends neither .beforeWaiting
+// nor .afterWaiting, as CFRunLoop does. Step 5 costs a system call, so it is
+// taken only when an observer could tell the difference (one watches
+// .beforeWaiting or .afterWaiting); otherwise the wait of step 7 returns at
+// once with the same events.
+//
+// Kernel objects: an epoll instance per mode that has port sources (so a
+// mode's sleep watches only its own descriptors; readiness of other modes'
+// descriptors is held by the kernel), one eventfd for wake-ups and one
+// timerfd on CLOCK_MONOTONIC, armed for the earliest timer window of the mode
+// being run, both in every mode's epoll. Cost per pass does not depend on
+// the number of idle sources.
+//
+// Threads: only the owning thread runs the loop. `lock` protects all shared
+// state (modes, common modes, signalled sources, perform queue, flags); no
+// callback is ever called with it held. The fields marked owner-only are
+// touched only by the owning thread.
+
+import PortSystem
+import Synchronization
+
+public final class PCRunLoop: @unchecked Sendable {
+    // Safe to share: immutable fields are set in init; fields under
+    // "protected by lock" are accessed only inside `lock.withLock`; fields
+    // under "owner-only" are accessed only on `owner` (checked by
+    // precondition in every entry point that touches them).
+
+    /// How a run in a mode ended.
+    public enum RunResult: Sendable, Equatable, CustomStringConvertible {
+        /// The mode has no sources or timers (returned at once, or after the last one went).
+        case finished
+        /// `stop()` was called.
+        case stopped
+        /// The timeout passed.
+        case timedOut
+        /// A source was handled and the run was asked to return after one.
+        case handledSource
+
+        public var description: String {
+            switch self {
+            case .finished: "finished"
+            case .stopped: "stopped"
+            case .timedOut: "timedOut"
+            case .handledSource: "handledSource"
+            }
+        }
+    }
+
+    // MARK: Immutable
+
+    package let owner: ThreadIdentity
+    package let wakeFD: Int32
+    package let timerFD: Int32
+    /// Sleeps modes that have no port sources: holds only wakeFD and timerFD.
+    package let bareEpoll: Int32
+    /// Where the loop reads the time.
+    public let clock: any RunLoopClock
+    package let clockIsSystem: Bool
+    package let lock = Lock()
+
+    package static let wakeToken: UInt64 = 0
+    package static let timerToken: UInt64 = 1
+
+    // MARK: Protected by lock
+
+    package var modes: [Mode: ModeState] = [:]
+    package var commonModes: Set<Mode> = [.default]
+    package var commonItems: [ObjectIdentifier: CommonItem] = [:]
+    package var stopRequested = false {
+        didSet { stopHint.store(stopRequested, ordering: .relaxed) }
+    }
+    package var performQueue: [PerformRequest] = [] {
+        didSet { performHint.store(performQueue.count, ordering: .relaxed) }
+    }
+    package var signalled: [ObjectIdentifier: RunLoopSource] = [:] {
+        didSet { signalledHint.store(signalled.count, ordering: .relaxed) }
+    }
+    // Lock-free hints of the three fields above, written under the lock
+    // whenever they change, read by the owner thread to skip taking the lock
+    // when there is nothing to do. A stale zero is harmless: whoever adds
+    // work wakes the loop if it sleeps, and the sleep decision re-checks
+    // under the lock.
+    package let stopHint = Atomic<Bool>(false)
+    package let performHint = Atomic<Int>(0)
+    package let signalledHint = Atomic<Int>(0)
+    package var sleeping = false
+    package var nextSequence: UInt64 = 1
+    package var nextToken: UInt64 = 2
+
+    // MARK: Owner-only
+
+    package var modeStack: [ModeState] = []
+    package var armedDeadline: MonotonicInstant? = nil
+    /// epoll_wait buffers, one per run depth.
+    package var eventBuffers: [Epoll.EventBuffer] = []
+
+    package enum CommonItem {
+        case port(PortSource)
+        case custom(RunLoopSource)
+        case timer(PCTimer)
+        case observer(RunLoopObserver)
+    }
+
+    /// Creates a loop owned by the calling thread. Use `current`; this
+    /// initializer exists for loops with another clock (tests).
+    public init(clock: any RunLoopClock = SystemMonotonicClock()) throws(SystemCallError) {
+        owner = .current
+        self.clock = clock
+        clockIsSystem = clock is SystemMonotonicClock
+        wakeFD = try EventFD.create()
+        do throws(SystemCallError) {
+            timerFD = try TimerFD.create()
+        } catch {
+            SystemCall.close(wakeFD)
+            throw error
+        }
+        do throws(SystemCallError) {
+            bareEpoll = try Epoll.create()
+            try Epoll.add(bareEpoll, fd: wakeFD, events: .readable, token: Self.wakeToken)
+            try Epoll.add(bareEpoll, fd: timerFD, events: .readable, token: Self.timerToken)
+        } catch {
+            SystemCall.close(wakeFD)
+            SystemCall.close(timerFD)
+            throw error
+        }
+    }
+
+    deinit {
+        modes.removeAll()
+        SystemCall.close(bareEpoll)
+        SystemCall.close(timerFD)
+        SystemCall.close(wakeFD)
+    }
+
+    /// The calling thread's run loop, created on first use.
+    public static var current: PCRunLoop {
+        if let loop = currentLoop.value { return loop }
+        let loop: PCRunLoop
+        do throws(SystemCallError) {
+            loop = try PCRunLoop()
+        } catch {
+            preconditionFailure("PCRunLoop.current: cannot create the loop's descriptors: \(error)")
+        }
+        currentLoop.set(loop)
+        return loop
+    }
+
+    /// Whether the calling thread owns this loop (only it may run it).
+    public var isCurrent: Bool { owner.isCurrent }
+
+    /// The mode of the innermost run in progress, if any. Owner thread only.
+    public var currentMode: Mode? {
+        precondition(isCurrent, "PCRunLoop.currentMode read from a thread that does not own the loop")
+        return modeStack.last?.mode
+    }
+
+    package func withStateLock<T>(_ body: () throws -> T) rethrows -> T { try lock.withLock(body) }
+
+    // MARK: Common modes
+
+    /// The modes in the common set.
+    public var commonModeSet: Set<Mode> { lock.withLock { commonModes } }
+
+    /// Adds `mode` to the common set: every item in `.common` is added to it,
+    /// now and whenever added later. Safe from any thread.
+    public func addCommonMode(_ mode: Mode) throws(SystemCallError) {
+        precondition(mode != .common, "the common pseudo-mode cannot be in the common set")
+        var schedules: [() -> Void] = []
+        var failure: SystemCallError?
+        lock.withLock {
+            guard commonModes.insert(mode).inserted else { return }
+            let ms = modeState(mode)
+            for item in commonItems.values {
+                do throws(SystemCallError) {
+                    try insert(item, into: ms, schedules: &schedules)
+                } catch {
+                    failure = error
+                }
+            }
+            wakeIfSleeping()
+        }
+        for s in schedules { s() }
+        if let failure { throw failure }
+    }
+
+    // MARK: Wake-up and stop
+
+    /// Wakes the loop if it sleeps; if it does not, its next sleep returns at
+    /// once. Safe from any thread.
+    public func wakeUp() {
+        do throws(SystemCallError) {
+            try EventFD.signal(wakeFD)
+        } catch {
+            preconditionFailure("PCRunLoop.wakeUp: \(error)")
+        }
+    }
+
+    /// Ends the innermost run of the loop (at once if it sleeps, after the
+    /// current callout otherwise). A stop requested while the loop is not
+    /// running ends its next run. Safe from any thread.
+    public func stop() {
+        lock.withLock { stopRequested = true }
+        wakeUp()
+    }
+
+    /// Called with the lock held.
+    package func wakeIfSleeping() {
+        if sleeping { wakeUp() }
+    }
+
+    /// Called with the lock held.
+    package func modeState(_ mode: Mode) -> ModeState {
+        if let ms = modes[mode] { return ms }
+        let ms = ModeState(mode: mode)
+        modes[mode] = ms
+        return ms
+    }
+
+    package func takeStopRequest() -> Bool {
+        guard stopHint.load(ordering: .relaxed) else { return false }
+        return lock.withLock {
+            guard stopRequested else { return false }
+            stopRequested = false
+            return true
+        }
+    }
+}
+
+/// Holds each thread's loop; released when the thread ends.
+private let currentLoop = ThreadSlot<PCRunLoop>()

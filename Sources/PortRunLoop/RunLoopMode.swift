@@ -1,0 +1,70 @@
+// RunLoopMode: the modes of a run loop (seeds: "Run Loop Modes") and what a
+// loop keeps per mode.
+//
+// A mode is a named set of sources, timers and observers. `.common` is not a
+// mode one runs in but a pseudo-mode: an item added to it is in every mode of
+// the loop's common set (which starts as [.default] and can grow; modes added
+// to the set later get the common items too).
+//
+// Invariant: every field of ModeState is read and written only with the
+// owning loop's lock held, but `epollFD` and `observedMask`: atomics the
+// loop's thread reads without the lock on every pass (written under it).
+
+import PortSystem
+import Synchronization
+
+extension PCRunLoop {
+    /// A run-loop mode, named by a string.
+    public struct Mode: Hashable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
+        public let name: String
+        public init(_ name: String) { self.name = name }
+        public init(stringLiteral value: String) { self.name = value }
+
+        /// The mode a loop runs in unless told otherwise.
+        public static let `default` = Mode("default")
+        /// The common-modes pseudo-mode: adding to it adds to every mode in the common set.
+        public static let common = Mode("common")
+
+        public var description: String { name }
+    }
+}
+
+/// Everything one mode holds. Protected by the owning loop's lock.
+package final class ModeState {
+    package let mode: PCRunLoop.Mode
+    /// epoll instance watching this mode's port sources plus the loop's
+    /// wake-up eventfd and timerfd; created with the first port source.
+    package let epollFD = Atomic<Int32>(-1)
+    package var epoll: Int32 {
+        get { epollFD.load(ordering: .acquiring) }
+        set { epollFD.store(newValue, ordering: .releasing) }
+    }
+    package var portSources: [UInt64: PortSource] = [:]
+    package var customSources: [ObjectIdentifier: RunLoopSource] = [:]
+    package var timers = TimerHeap()
+    /// Runs of this mode in progress (nested runs count each).
+    package var runDepth = 0
+    package var isRunning: Bool { runDepth > 0 }
+    package var observers: [RunLoopObserver] = []  // sorted by (order, sequence)
+    private let observedMask = Atomic<UInt32>(0)
+    /// The union of the activities this mode's observers watch.
+    package var observedActivities: PCRunLoop.Activity {
+        PCRunLoop.Activity(rawValue: observedMask.load(ordering: .relaxed))
+    }
+
+    package init(mode: PCRunLoop.Mode) { self.mode = mode }
+
+    deinit {
+        if epoll >= 0 { SystemCall.close(epoll) }
+    }
+
+    package var hasSourcesOrTimers: Bool {
+        !portSources.isEmpty || !customSources.isEmpty || timers.memberCount > 0
+    }
+
+    package func recomputeObservedActivities() {
+        var mask: PCRunLoop.Activity = []
+        for o in observers { mask.formUnion(o.activities) }
+        observedMask.store(mask.rawValue, ordering: .relaxed)
+    }
+}

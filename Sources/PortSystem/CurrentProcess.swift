@@ -1,0 +1,74 @@
+// CurrentProcess: the calling process itself: its ids, its environment, its
+// signal dispositions and its standard error. The executables' process
+// shells (portd, portctl) use these instead of calling libc directly.
+//
+// Invariants: reads of the environment happen before threads start or are
+// read-only (no setenv here); writes to standard error never raise SIGPIPE
+// into a crash (portd ignores SIGPIPE) and never block forever on a full
+// pipe (a descriptor someone set non-blocking drops the rest of the line).
+
+import CPortSystem
+import Glibc
+
+package enum CurrentProcess {
+    /// Raises the soft limit on open descriptors to the hard limit (a daemon
+    /// holds one per client) and returns the new soft limit. The
+    /// corresponding C functions are `getrlimit` and `setrlimit`.
+    @discardableResult
+    package static func raiseDescriptorLimit() throws(SystemCallError) -> UInt64 {
+        var limit = rlimit()
+        _ = try SystemCall.must("getrlimit(RLIMIT_NOFILE)") { getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) }
+        if limit.rlim_cur < limit.rlim_max {
+            limit.rlim_cur = limit.rlim_max
+            _ = try SystemCall.must("setrlimit(RLIMIT_NOFILE)") { setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) }
+        }
+        return UInt64(limit.rlim_cur)
+    }
+
+    /// The corresponding C function is `getpid`.
+    package static var id: Int32 { getpid() }
+
+    /// The real user id. The corresponding C function is `getuid`.
+    package static var userID: UInt32 { getuid() }
+
+    /// The value of an environment variable, or nil when unset. The
+    /// corresponding C function is `getenv`.
+    package static func environment(_ name: String) -> String? {
+        guard let value = getenv(name) else { return nil }
+        return String(cString: value)
+    }
+
+    /// Sets `signal` to be ignored (SIG_IGN), e.g. SIGPIPE in a daemon whose
+    /// standard error may be a closed pipe. The corresponding C function is `sigaction`.
+    package static func ignore(signal: Int32) throws(SystemCallError) {
+        var action = sigaction()
+        action.__sigaction_handler.sa_handler = SIG_IGN
+        sigemptyset(&action.sa_mask)
+        _ = try SystemCall.must("sigaction(\(signal))") { sigaction(signal, &action, nil) }
+    }
+
+    /// Writes all of `text` to standard error, best effort: a failed write
+    /// drops the rest (there is nowhere left to report it). The corresponding
+    /// C function is `write(STDERR_FILENO)`.
+    package static func writeStandardError(_ text: String) {
+        var bytes = Array(text.utf8)[...]
+        while !bytes.isEmpty {
+            let result = try? bytes.withUnsafeBytes { raw in
+                try SystemCall.run("write(stderr)") { write(STDERR_FILENO, raw.baseAddress, raw.count) }
+            }
+            guard case .done(let n)? = result, n > 0 else { return }
+            bytes = bytes.dropFirst(n)
+        }
+    }
+
+    /// Ends the process with `status`, running atexit handlers and flushing
+    /// stdio. The corresponding C function is `exit`.
+    package static func exit(_ status: Int32) -> Never { Glibc.exit(status) }
+}
+
+/// The standard streams' descriptor numbers.
+package enum StandardStream {
+    package static let input: Int32 = STDIN_FILENO
+    package static let output: Int32 = STDOUT_FILENO
+    package static let error: Int32 = STDERR_FILENO
+}

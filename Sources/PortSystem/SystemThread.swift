@@ -1,0 +1,78 @@
+// SystemThread: the pthread calls the layers above need, wrapped once: who
+// the calling thread is, a detached thread running a C-convention entry
+// point, and a per-thread slot holding one retained object (the run loop of
+// each thread).
+//
+// Invariants: a ThreadSlot's object is retained while a thread holds it and
+// released by the slot's destructor when the thread ends; the entry point of
+// a new thread is a plain function, never a closure literal (a closure
+// passed to pthread_create from a main-actor context traps in Swift 6).
+
+import CPortSystem
+import Glibc
+
+/// A thread's identity, comparable across threads. The corresponding C
+/// functions are `pthread_self` and `pthread_equal`.
+package struct ThreadIdentity: @unchecked Sendable {
+    // Safe to share: a pthread_t is an opaque value only ever compared.
+    private let thread: pthread_t
+
+    /// The calling thread.
+    @inline(__always)
+    package static var current: ThreadIdentity { ThreadIdentity(thread: pthread_self()) }
+
+    /// Whether the calling thread is this one.
+    @inline(__always)
+    package var isCurrent: Bool { pthread_equal(thread, pthread_self()) != 0 }
+
+    /// Whether the calling thread is the process's main thread (its thread id
+    /// is the process id). The corresponding C function is `gettid`.
+    package static var isMainThread: Bool { port_gettid() == getpid() }
+}
+
+package enum SystemThread {
+    /// The entry point of a new thread.
+    package typealias Entry = @convention(c) (UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer?
+
+    /// Starts a detached thread running `entry(argument)`. The corresponding
+    /// C functions are `pthread_create` and `pthread_detach`.
+    package static func startDetached(_ entry: Entry, argument: UnsafeMutableRawPointer?) {
+        var thread = pthread_t()
+        let r = pthread_create(&thread, nil, entry, argument)
+        precondition(r == 0, "pthread_create: \(r)")
+        pthread_detach(thread)
+    }
+}
+
+/// One object per thread, retained while the thread lives. The corresponding
+/// C functions are `pthread_key_create`, `pthread_getspecific` and
+/// `pthread_setspecific`.
+package final class ThreadSlot<Object: AnyObject>: @unchecked Sendable {
+    // Safe to share: `key` is written once in init; pthread's key calls are
+    // thread-safe and each thread only sees its own value.
+    private let key: pthread_key_t
+
+    package init() {
+        var key = pthread_key_t()
+        let r = pthread_key_create(&key) { p in
+            guard let p else { return }
+            Unmanaged<AnyObject>.fromOpaque(p).release()
+        }
+        precondition(r == 0, "pthread_key_create: \(r)")
+        self.key = key
+    }
+
+    /// The calling thread's object, if it has one.
+    @inline(__always)
+    package var value: Object? {
+        guard let p = pthread_getspecific(key) else { return nil }
+        return Unmanaged<AnyObject>.fromOpaque(p).takeUnretainedValue() as? Object
+    }
+
+    /// Gives the calling thread `object` (retained until the thread ends).
+    /// The thread must not have one yet.
+    package func set(_ object: Object) {
+        precondition(pthread_getspecific(key) == nil, "ThreadSlot: the thread already has an object")
+        pthread_setspecific(key, Unmanaged<AnyObject>.passRetained(object).toOpaque())
+    }
+}
