@@ -63,14 +63,14 @@ extension PortNameServer {
         }
         var message = PCPortMessage(msgid: NameServerProtocol.MessageID.watch, strings: name.map { [$0] } ?? [])
         message.replyPort = right
-        let reply: NameServerReply
+        let reply: NameServerReply<SendRight>
         do {
             reply = try exchange(message, what: "WATCH \(name ?? "(all names)")")
         } catch {
             port.invalidate()
             throw error
         }
-        guard reply.word == NameServerProtocol.ReplyWord.watching.rawValue else {
+        guard reply.replyWord == .watching else {
             port.invalidate()
             throw reply.unexpected(for: "WATCH")
         }

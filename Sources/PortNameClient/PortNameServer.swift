@@ -164,7 +164,7 @@ public final class PortNameServer: Sendable {
     /// Sends one request and returns portd's reply, taken apart.
     package func exchange(
         _ message: PCPortMessage, what: String, receiveTimeout: Duration? = nil
-    ) throws(NameServerError) -> NameServerReply {
+    ) throws(NameServerError) -> NameServerReply<SendRight> {
         let result: RequestResult
         do {
             result = try control.request(message, sendTimeout: timeout, receiveTimeout: receiveTimeout ?? timeout)
@@ -184,7 +184,7 @@ public final class PortNameServer: Sendable {
 
     private func request(
         _ msgid: UInt32, _ strings: [String], what: String, replyPort: SendRight? = nil, receiveTimeout: Duration? = nil
-    ) throws(NameServerError) -> NameServerReply {
+    ) throws(NameServerError) -> NameServerReply<SendRight> {
         var message = PCPortMessage(msgid: msgid, strings: strings)
         message.replyPort = replyPort
         return try exchange(message, what: what, receiveTimeout: receiveTimeout)
@@ -221,8 +221,8 @@ public final class PortNameServer: Sendable {
     /// portd's version, pid, uptime and counters.
     public func status() throws(NameServerError) -> NameServerStatus {
         let reply = try request(NameServerProtocol.MessageID.status, [], what: "STATUS")
-        guard reply.word == NameServerProtocol.ReplyWord.ok.rawValue else { throw reply.unexpected(for: "STATUS") }
-        return try NameServerStatus(reply)
+        guard reply.replyWord == .ok else { throw reply.unexpected(for: "STATUS") }
+        return try NameServerError.parsing { () throws(NameServerProtocol.Violation) in try NameServerStatus(reply) }
     }
 
     /// Every registered name with its owner, in portd's order.
@@ -231,17 +231,12 @@ public final class PortNameServer: Sendable {
         var after: [String] = []
         while true {
             let reply = try request(NameServerProtocol.MessageID.list, after, what: "LIST")
-            guard reply.word == NameServerProtocol.ReplyWord.ok.rawValue else { throw reply.unexpected(for: "LIST") }
-            var lines = reply.strings[...]
-            let more = lines.last == "more"
-            if more { lines = lines.dropLast() }
-            for line in lines {
-                guard let entry = NameEntry(listLine: line) else { throw .protocolError("LIST line \"\(line)\"") }
-                entries.append(entry)
-            }
+            guard reply.replyWord == .ok else { throw reply.unexpected(for: "LIST") }
+            let page = try NameServerError.parsing { () throws(NameServerProtocol.Violation) in try reply.listPage() }
+            entries += page.entries
             // The reply did not hold every name: ask for those after the last one.
-            guard more, let last = entries.last else { return entries }
-            after = ["after=\(last.name)"]
+            guard page.more, let last = entries.last else { return entries }
+            after = [NameServerProtocol.field(NameServerProtocol.Field.after, last.name)]
         }
     }
 
@@ -249,17 +244,11 @@ public final class PortNameServer: Sendable {
     public func owner(_ name: String) throws(NameServerError) -> NameOwner? {
         try Self.checkName(name)
         let reply = try request(NameServerProtocol.MessageID.owner, [name], what: "OWNER \(name)")
-        switch NameServerProtocol.ReplyWord(rawValue: reply.word) {
+        switch reply.replyWord {
         case .ok:
-            typealias F = NameServerProtocol.Field
-            var queued: [NameOwner.Process] = []
-            for q in reply.fields(F.queued) {
-                guard let p = NameOwner.Process(colonPair: q) else { throw .protocolError("queued=\(q)") }
-                queued.append(p)
+            return try NameServerError.parsing { () throws(NameServerProtocol.Violation) in
+                try NameOwner(name: name, reply: reply)
             }
-            return NameOwner(
-                name: name, owner: .init(pid: try reply.integer(F.pid), uid: try reply.integer(F.uid)),
-                sinceMilliseconds: try reply.integer(F.since), queued: queued)
         case .notFound:
             return nil
         default:
@@ -290,29 +279,22 @@ public final class PortNameServer: Sendable {
             let port = PCPort(limits: limits)
             let limits = self.limits
             port.setHandler { [weak self, weak port] message in
-                switch message.msgid {
-                case NameServerProtocol.MessageID.nameAcquired:
-                    guard let onAcquire,
-                        case .port(let right)? = message.components.first(where: { if case .port = $0 { true } else { false } }),
-                        let acquired = try? Self.receivePort(from: right, limits: limits)
-                    else { return nil }
+                switch try? NameServerNotification(msgid: message.msgid, components: message.nameServerComponents) {
+                case .acquired(_, let right):
+                    guard let onAcquire, let acquired = try? Self.receivePort(from: right, limits: limits) else { return nil }
                     if onLost == nil, let port {
                         _ = self?.state.withLock { $0.acquisitions.removeValue(forKey: ObjectIdentifier(port)) }
                         port.invalidate()
                     }
                     onAcquire(acquired)
-                case NameServerProtocol.MessageID.nameLost:
+                case .lost(_, let newOwner):
                     guard let onLost else { return nil }
-                    let words = message.components.compactMap(\.string)
-                    func field(_ key: String) -> String? {
-                        words.first { $0.hasPrefix(key + "=") }.map { String($0.dropFirst(key.count + 1)) }
-                    }
                     if let port {
                         _ = self?.state.withLock { $0.acquisitions.removeValue(forKey: ObjectIdentifier(port)) }
                         port.invalidate()
                     }
-                    onLost(.init(pid: field("pid").flatMap { Int32($0) } ?? 0, uid: field("uid").flatMap { UInt32($0) } ?? 0))
-                default:
+                    onLost(newOwner)
+                case .ownerChanged, nil:
                     break
                 }
                 return nil
@@ -328,7 +310,7 @@ public final class PortNameServer: Sendable {
             NameServerProtocol.MessageID.register, [name] + options.words, what: "REGISTER \(name)",
             replyPort: notifierRight)
         notifierRight = nil
-        switch NameServerProtocol.ReplyWord(rawValue: reply.word) {
+        switch reply.replyWord {
         case .registered:
             guard let right = reply.ports.first else {
                 notifier?.invalidate()
@@ -357,8 +339,7 @@ public final class PortNameServer: Sendable {
             return .queued
         case .alreadyOwned:
             notifier?.invalidate()
-            return .alreadyOwned(
-                .init(pid: try reply.integer(NameServerProtocol.Field.pid), uid: try reply.integer(NameServerProtocol.Field.uid)))
+            return .alreadyOwned(try NameServerError.parsing { () throws(NameServerProtocol.Violation) in try reply.process() })
         default:
             notifier?.invalidate()
             throw reply.unexpected(for: "REGISTER")
@@ -369,7 +350,7 @@ public final class PortNameServer: Sendable {
     public func release(_ name: String) throws(NameServerError) -> ReleaseOutcome {
         try Self.checkName(name)
         let reply = try request(NameServerProtocol.MessageID.release, [name], what: "RELEASE \(name)")
-        switch NameServerProtocol.ReplyWord(rawValue: reply.word) {
+        switch reply.replyWord {
         case .released: return .released
         case .notOwner: return .notOwner
         default: throw reply.unexpected(for: "RELEASE")
@@ -381,7 +362,7 @@ public final class PortNameServer: Sendable {
     public func checkIn(declaredName name: String) throws(NameServerError) -> DeclaredCheckInOutcome {
         try Self.checkName(name)
         let reply = try request(NameServerProtocol.MessageID.checkIn, [name], what: "CHECKIN \(name)")
-        switch NameServerProtocol.ReplyWord(rawValue: reply.word) {
+        switch reply.replyWord {
         case .checkedIn:
             guard let right = reply.ports.first else { throw .protocolError("\"checked-in\" without a port") }
             return .checkedIn(try Self.receivePort(from: right, limits: limits))
@@ -402,16 +383,15 @@ public final class PortNameServer: Sendable {
         var receiveTimeout = timeout
         if let wait, wait > .zero {
             let ms = max(1, (wait.nanosecondsClamped + 999_999) / 1_000_000)
-            strings.append("\(NameServerProtocol.Field.waitMilliseconds)=\(ms)")
+            strings.append(NameServerProtocol.field(NameServerProtocol.Field.waitMilliseconds, ms))
             receiveTimeout = wait + timeout
         }
         let reply = try request(
             NameServerProtocol.MessageID.lookup, strings, what: "LOOKUP \(name)", receiveTimeout: receiveTimeout)
-        switch NameServerProtocol.ReplyWord(rawValue: reply.word) {
+        switch reply.replyWord {
         case .found:
             guard let right = reply.ports.first else { throw .protocolError("\"found\" without a port") }
-            typealias F = NameServerProtocol.Field
-            return .found(right, owner: .init(pid: try reply.integer(F.pid), uid: try reply.integer(F.uid)))
+            return .found(right, owner: try NameServerError.parsing { () throws(NameServerProtocol.Violation) in try reply.process() })
         case .notFound: return .notFound
         case .timeout: return .timedOut
         default: throw reply.unexpected(for: "LOOKUP")

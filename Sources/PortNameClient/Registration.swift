@@ -9,28 +9,6 @@ import PortRunLoop
 import PortSystem
 import PortWire
 
-/// How a REGISTER request may share the name.
-public struct RegistrationOptions: OptionSet, Sendable, Hashable {
-    public let rawValue: UInt8
-    public init(rawValue: UInt8) { self.rawValue = rawValue }
-
-    /// A later registrant asking `replaceExisting` may take the name from us.
-    public static let allowReplacement = RegistrationOptions(rawValue: 1 << 0)
-    /// Take the name from an owner that allows replacement.
-    public static let replaceExisting = RegistrationOptions(rawValue: 1 << 1)
-    /// Answer `.alreadyOwned` instead of queueing.
-    public static let doNotQueue = RegistrationOptions(rawValue: 1 << 2)
-
-    /// The protocol's option words, in a fixed order.
-    package var words: [String] {
-        var w: [String] = []
-        if contains(.allowReplacement) { w.append(NameServerProtocol.RegisterOption.allowReplacement.rawValue) }
-        if contains(.replaceExisting) { w.append(NameServerProtocol.RegisterOption.replaceExisting.rawValue) }
-        if contains(.doNotQueue) { w.append(NameServerProtocol.RegisterOption.doNotQueue.rawValue) }
-        return w
-    }
-}
-
 /// How a REGISTER request ended.
 public enum RegistrationOutcome: Sendable {
     /// The name is ours: the port receives what is sent to it (schedule it

@@ -1,14 +1,19 @@
 // NameServerProtocol: the vocabulary of the name-server protocol (v1), the
 // requests portd answers on its control socket: message IDs, reply words,
-// option words, field keys, and the rule for valid names. Both sides use
-// these constants (portd to answer, PortNameServer and portctl to ask), so a
-// word is spelled in exactly one place. The contract itself is
+// error words, option words, field keys, and the rule for valid names.
+// Both sides use these constants (portd to parse requests and build
+// replies, PortNameServer and portctl to build requests and parse replies),
+// so a word is spelled in exactly one place; the messages made of them are
+// NameServerReply, NameServerNotification, NameOwner, NameOwnerChange and
+// NameServerStatus, beside this file. The contract itself is
 // portd-protocol(7), section NAME SERVER.
 //
 // Pure values: no I/O. Every request is a port message with the
 // REPLY_EXPECTED flag whose data components are UTF-8 strings without NUL;
 // the reply's first component is a word (`ReplyWord`), the rest are
 // "key=value" fields, free strings, or PORT components, per request.
+// A check in PortdTests (NameServerVocabularyTests) keeps every word and
+// key here out of portd's sources as a string literal.
 
 import PortWire
 
@@ -50,12 +55,24 @@ public enum NameServerProtocol {
         case watching
         case checkedIn = "checked-in"
         case notDeclared = "not-declared"
-        // Error words; each is followed by a "message=…" field.
+        // Error words: no other word follows "invalid-name", "denied",
+        // "limit", "bad-request" and "internal"; they and "not-found" and
+        // "timeout", in portd-protocol(7)'s Errors list, are followed by
+        // one "message=…" field for people.
         case invalidName = "invalid-name"
         case denied
         case limit
         case badRequest = "bad-request"
         case `internal`
+
+        /// The words of portd-protocol(7)'s Errors list: an error reply is
+        /// one of them and one "message=…" field.
+        public static let errors: [ReplyWord] = [
+            .invalidName, .denied, .limit, .badRequest, .notFound, .timeout, .internal,
+        ]
+
+        /// Whether the word is in the Errors list (`errors`).
+        public var isError: Bool { Self.errors.contains(self) }
     }
 
     /// Option words of a REGISTER request, after the name.
@@ -68,21 +85,30 @@ public enum NameServerProtocol {
         case doNotQueue = "do-not-queue"
     }
 
-    /// EVENT values of NAME_OWNER_CHANGED.
+    /// EVENT values of NAME_OWNER_CHANGED: how a name changed owner.
     public enum OwnerEvent: String, Sendable, CaseIterable {
+        /// The name had no owner; the new one has it now.
         case registered
+        /// The owner released it or went away; the new owner is the next
+        /// queued one, or none.
         case released
+        /// The new owner took it from the old one, which allowed replacement.
         case replaced
     }
 
-    /// Keys of "key=value" reply fields.
+    /// Keys of "key=value" fields, in requests and replies.
     public enum Field {
+        /// An error reply's text for people.
         public static let message = "message"
         public static let pid = "pid"
         public static let uid = "uid"
         public static let since = "since_ms"
+        /// OWNER: one "queued=PID:UID" field per process in the queue.
         public static let queued = "queued"
+        /// LOOKUP's optional second component: how long to wait for the name.
         public static let waitMilliseconds = "wait_ms"
+        /// LIST's optional component: continue after this name.
+        public static let after = "after"
         public static let version = "version"
         public static let uptime = "uptime_ms"
         public static let names = "names"
@@ -90,26 +116,81 @@ public enum NameServerProtocol {
         public static let lookups = "lookups"
         public static let refusals = "refusals"
         public static let declared = "declared"
+
+        /// Every key above.
+        public static let all = [
+            message, pid, uid, since, queued, waitMilliseconds, after, version, uptime, names, clients, lookups,
+            refusals, declared,
+        ]
+    }
+
+    /// The last component of a LIST reply that could not hold every name:
+    /// the client asks again with "after=LAST-NAME".
+    public static let listContinues = "more"
+
+    /// "key=value", a field of a request or a reply.
+    @inlinable
+    public static func field(_ key: String, _ value: some CustomStringConvertible) -> String {
+        "\(key)=\(value)"
+    }
+
+    /// The value of `text` when it is a "key=value" field with this key.
+    @inlinable
+    public static func value(ofField key: String, in text: String) -> Substring? {
+        let prefix = key + "="
+        return text.hasPrefix(prefix) ? text.dropFirst(prefix.count) : nil
     }
 
     /// The longest valid name, in bytes.
     public static let maximumNameLength = 200
 
-    /// Why `name` is not a valid port name, or nil when it is: 1 to 200
-    /// bytes of `A-Z a-z 0-9 . _ -`, not starting with a dot (so neither
-    /// "." nor ".." nor a hidden file), no "/" (so never a path outside the
-    /// port directory).
-    public static func nameProblem(_ name: String) -> String? {
-        let bytes = Array(name.utf8)
-        if bytes.isEmpty { return "a name cannot be empty" }
-        if bytes.count > maximumNameLength {
-            return "a name has at most \(maximumNameLength) bytes (this one has \(bytes.count))"
+    /// Why a string is not a valid port name: the naming rule, checked by
+    /// `nameProblem(of:)`. Its description is the text portd sends in an
+    /// "invalid-name" reply.
+    public enum NameProblem: Error, Equatable, Sendable, CustomStringConvertible {
+        case empty
+        case tooLong(bytes: Int)
+        case leadingDot
+        case forbiddenByte(UInt8, at: Int)
+
+        public var description: String {
+            switch self {
+            case .empty: "a name is 1 to \(maximumNameLength) bytes; this one is empty"
+            case .tooLong(let n): "a name is 1 to \(maximumNameLength) bytes; this one has \(n)"
+            case .leadingDot: "a name must not start with a dot"
+            case .forbiddenByte(let b, let i):
+                "byte \(i) (0x\(String(b, radix: 16))) is not one of A-Z a-z 0-9 . _ -"
+            }
         }
-        if bytes[0] == UInt8(ascii: ".") { return "a name cannot start with a dot" }
-        for b in bytes where !isNameByte(b) {
-            return "a name may hold only letters, digits, '.', '_' and '-'"
+    }
+
+    /// The naming rule, the one definition portd, its configuration and
+    /// the client use: 1 to 200 bytes of `A-Z a-z 0-9 . _ -`, not starting
+    /// with a dot (so neither "." nor ".." nor a hidden file), no "/" (so
+    /// never a path outside the port directory). Nil when `name` is valid;
+    /// otherwise the first problem, in the order empty, length, leading
+    /// dot, bytes.
+    public static func nameProblem(of name: String) -> NameProblem? {
+        let bytes = name.utf8
+        if bytes.isEmpty { return .empty }
+        if bytes.count > maximumNameLength { return .tooLong(bytes: bytes.count) }
+        if bytes.first == UInt8(ascii: ".") { return .leadingDot }
+        for (i, b) in bytes.enumerated() where !isNameByte(b) {
+            return .forbiddenByte(b, at: i)
         }
         return nil
+    }
+
+    /// Why `name` is not a valid port name (`nameProblem(of:)`), in the
+    /// words the client and portctl print, or nil when it is valid.
+    public static func nameProblem(_ name: String) -> String? {
+        switch nameProblem(of: name) {
+        case nil: nil
+        case .empty: "a name cannot be empty"
+        case .tooLong(let n): "a name has at most \(maximumNameLength) bytes (this one has \(n))"
+        case .leadingDot: "a name cannot start with a dot"
+        case .forbiddenByte: "a name may hold only letters, digits, '.', '_' and '-'"
+        }
     }
 
     /// Whether `b` may appear in a port name: `A-Z a-z 0-9 . _ -`. The one
@@ -126,5 +207,5 @@ public enum NameServerProtocol {
     }
 
     /// Whether `name` is a valid port name (see `nameProblem`).
-    public static func isValidName(_ name: String) -> Bool { nameProblem(name) == nil }
+    public static func isValidName(_ name: String) -> Bool { nameProblem(of: name) == nil }
 }

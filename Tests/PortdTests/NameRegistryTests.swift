@@ -27,7 +27,7 @@ private func registry(_ limits: NameRegistry.Limits = NameRegistry.Limits()) -> 
 
 private extension NameRegistry {
     mutating func register(
-        _ n: String, by client: ClientID, _ options: RegisterOptions = [], canQueue: Bool = true, now: UInt64 = 0
+        _ n: String, by client: ClientID, _ options: RegistrationOptions = [], canQueue: Bool = true, now: UInt64 = 0
     ) -> RegisterOutcome {
         register(
             name(n), client: client, credentials: who(Int32(100 + client)), options: options, canQueue: canQueue,

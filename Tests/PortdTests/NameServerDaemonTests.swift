@@ -255,7 +255,7 @@ import Testing
         Thread {
             let result = Result { () throws(HarnessError) -> PCPortMessage in
                 do {
-                    return try waiter.request(MessageID.lookUp, ["late", "wait_ms=20000"])
+                    return try waiter.request(MessageID.lookup, ["late", "wait_ms=20000"])
                 } catch {
                     throw HarnessError.unexpected("\(error)")
                 }

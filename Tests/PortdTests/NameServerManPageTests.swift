@@ -4,6 +4,7 @@
 // defaults to what the pages say.
 
 import Foundation
+import PortNameProtocol
 import Testing
 
 @testable import portd
@@ -23,7 +24,7 @@ import Testing
         let page = try Self.page("portd-protocol.7")
         let ids: [(String, UInt32)] = [
             ("STATUS", MessageID.status), ("REGISTER", MessageID.register), ("RELEASE", MessageID.release),
-            ("LOOKUP", MessageID.lookUp), ("WATCH", MessageID.watch), ("LIST", MessageID.list),
+            ("LOOKUP", MessageID.lookup), ("WATCH", MessageID.watch), ("LIST", MessageID.list),
             ("OWNER", MessageID.owner), ("CHECKIN", MessageID.checkIn),
             ("NAME_OWNER_CHANGED", MessageID.nameOwnerChanged), ("NAME_ACQUIRED", MessageID.nameAcquired),
         ]
@@ -37,7 +38,8 @@ import Testing
         let page = try Self.page("portd-protocol.7")
         let errors = try #require(page.range(of: ".Ss Errors")).upperBound
         let section = String(page[errors...]).components(separatedBy: ".Ss ").first ?? ""
-        let words: [NameServerReply.ErrorWord] = [.invalidName, .denied, .limit, .badRequest, .notFound, .timeout, .internal]
+        let words: [NameServerProtocol.ReplyWord] = [.invalidName, .denied, .limit, .badRequest, .notFound, .timeout, .internal]
+        #expect(NameServerProtocol.ReplyWord.errors == words)
         for word in words {
             #expect(section.contains(".It Ql \(word.rawValue)\n"), "the Errors list lacks \(word.rawValue)")
         }

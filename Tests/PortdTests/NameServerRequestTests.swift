@@ -13,7 +13,7 @@ import Testing
 @testable import PortWire
 @testable import portd
 
-private typealias ID = NameServerRequest.MessageID
+private typealias ID = NameServerProtocol.MessageID
 
 private func parse(
     _ msgid: UInt32, _ words: [String], replyPort: Bool = false, maximumBytes: Int = 4096
@@ -40,9 +40,9 @@ private func isBadRequest(_ r: Result<NameServerRequest, NameServerRequest.Refus
             parse(ID.register, ["svc", "allow-replacement", "replace-existing", "do-not-queue"])
                 == .success(.register(name("svc"), [.allowReplacement, .replaceExisting, .doNotQueue])))
         #expect(parse(ID.release, ["svc"]) == .success(.release(name("svc"))))
-        #expect(parse(ID.lookUp, ["svc"]) == .success(.lookUp(name("svc"), wait: nil)))
-        #expect(parse(ID.lookUp, ["svc", "wait_ms=0"]) == .success(.lookUp(name("svc"), wait: nil)))
-        #expect(parse(ID.lookUp, ["svc", "wait_ms=1500"]) == .success(.lookUp(name("svc"), wait: .milliseconds(1500))))
+        #expect(parse(ID.lookup, ["svc"]) == .success(.lookUp(name("svc"), wait: nil)))
+        #expect(parse(ID.lookup, ["svc", "wait_ms=0"]) == .success(.lookUp(name("svc"), wait: nil)))
+        #expect(parse(ID.lookup, ["svc", "wait_ms=1500"]) == .success(.lookUp(name("svc"), wait: .milliseconds(1500))))
         #expect(parse(ID.watch, [], replyPort: true) == .success(.watch(nil)))
         #expect(parse(ID.watch, ["svc"], replyPort: true) == .success(.watch(name("svc"))))
         #expect(parse(ID.owner, ["svc"]) == .success(.owner(name("svc"))))
@@ -53,8 +53,8 @@ private func isBadRequest(_ r: Result<NameServerRequest, NameServerRequest.Refus
         let bad: [(UInt32, [String], Bool)] = [
             (ID.status, ["x"], false), (ID.list, ["x"], false), (ID.list, ["after=a", "after=b"], false), (ID.register, [], false),
             (ID.register, ["svc", "queue-please"], false), (ID.release, [], false), (ID.release, ["a", "b"], false),
-            (ID.lookUp, [], false), (ID.lookUp, ["svc", "wait=5"], false), (ID.lookUp, ["svc", "wait_ms=-1"], false),
-            (ID.lookUp, ["svc", "wait_ms=4294967296"], false), (ID.lookUp, ["svc", "wait_ms=1", "x"], false),
+            (ID.lookup, [], false), (ID.lookup, ["svc", "wait=5"], false), (ID.lookup, ["svc", "wait_ms=-1"], false),
+            (ID.lookup, ["svc", "wait_ms=4294967296"], false), (ID.lookup, ["svc", "wait_ms=1", "x"], false),
             (ID.watch, [], false), (ID.watch, ["a", "b"], true), (ID.owner, [], false), (ID.checkIn, [], false),
             (0xFFFF_0009, [], false), (7, [], false), (ID.nameOwnerChanged, [], false),
         ]
@@ -68,7 +68,7 @@ private func isBadRequest(_ r: Result<NameServerRequest, NameServerRequest.Refus
 
     @Test func namesAreValidated() {
         #expect(parse(ID.register, ["../etc"]) == .failure(.invalidName(.leadingDot)))
-        #expect(parse(ID.lookUp, ["a/b"]) == .failure(.invalidName(.forbiddenByte(UInt8(ascii: "/"), at: 1))))
+        #expect(parse(ID.lookup, ["a/b"]) == .failure(.invalidName(.forbiddenByte(UInt8(ascii: "/"), at: 1))))
         #expect(parse(ID.watch, [""], replyPort: true) == .failure(.invalidName(.empty)))
         #expect(parse(ID.checkIn, [String(repeating: "x", count: 201)]) == .failure(.invalidName(.tooLong(bytes: 201))))
     }
@@ -87,16 +87,16 @@ private func isBadRequest(_ r: Result<NameServerRequest, NameServerRequest.Refus
     }
 
     @Test func repliesAndEvents() {
-        let error = NameServerReply.error(ID.lookUp, .notFound, "no port")
-        #expect(error.msgid == ID.lookUp)
+        let error = PCPortMessage(msgid: ID.lookup, reply: NameServer.Reply.error(.notFound, "no port"))
+        #expect(error.msgid == ID.lookup)
         #expect(error.components.map(\.string) == ["not-found", "message=no port"])
 
-        let old = NameOwner(
+        let old = NameOwnership(
             client: 1, credentials: Credentials(pid: 10, uid: 1000, gid: 1000), sinceMilliseconds: 0,
             allowsReplacement: false, ticket: 1)
         let change = OwnerChange(
             name: name("svc"), kind: .released, old: old, new: nil, watchers: [], answeredLookups: [])
-        let event = NameServerReply.ownerChanged(change)
+        let event = PCPortMessage(notification: NameServerNotification<SendRight>.ownerChanged(change.reported))
         #expect(event.msgid == 0xFFFF_0100)
         #expect(event.components.map(\.string) == ["svc", "released", "pid=10,uid=1000", ""])
     }

@@ -28,7 +28,7 @@ import Testing
 @testable import PortWire
 @testable import portd
 
-typealias MessageID = NameServerRequest.MessageID
+typealias MessageID = NameServerProtocol.MessageID
 
 // MARK: - Messages
 
@@ -91,7 +91,7 @@ final class NameClient: Sendable {
 
     /// LOOKUP; returns the reply.
     func lookUp(_ name: String, waitMilliseconds: Int? = nil) throws -> PCPortMessage {
-        try request(MessageID.lookUp, [name] + (waitMilliseconds.map { ["wait_ms=\($0)"] } ?? []))
+        try request(MessageID.lookup, [name] + (waitMilliseconds.map { ["wait_ms=\($0)"] } ?? []))
     }
 
     /// WATCH with `inbox` as the watcher's port.

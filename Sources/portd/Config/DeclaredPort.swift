@@ -51,19 +51,20 @@ struct DeclaredPort: Equatable, Sendable {
         return lookUp.contains { $0.matches(uid: uid, gids: gids) }
     }
 
-    /// The longest port name, in bytes (NAMESERVER_PROTOCOL: 1–200 bytes).
-    static let maximumNameLength = 200
+    /// The longest port name, in bytes (portd-protocol(7): 1–200 bytes).
+    static let maximumNameLength = NameServerProtocol.maximumNameLength
 
-    /// Why `name` is not a port name, or nil when it is one: 1–200 bytes of
-    /// [A-Za-z0-9._-], no leading dot (which also rules out "." and "..").
+    /// Why `name` is not a port name, or nil when it is one: the protocol's
+    /// naming rule (NameServerProtocol.nameProblem(of:)), in words that
+    /// quote the configuration's value.
     static func nameProblem(_ name: String) -> String? {
-        if name.isEmpty { return "a port name cannot be empty" }
-        if name.utf8.count > maximumNameLength {
-            return "a port name has at most \(maximumNameLength) bytes; '\(name.prefix(40))…' has \(name.utf8.count)"
+        switch NameServerProtocol.nameProblem(of: name) {
+        case nil: nil
+        case .empty: "a port name cannot be empty"
+        case .tooLong(let n): "a port name has at most \(maximumNameLength) bytes; '\(name.prefix(40))…' has \(n)"
+        case .leadingDot: "a port name cannot start with '.': '\(name)'"
+        case .forbiddenByte: "'\(name)' is not a port name (letters, digits, '.', '_' and '-' only)"
         }
-        if name.hasPrefix(".") { return "a port name cannot start with '.': '\(name)'" }
-        let valid = name.utf8.allSatisfy { NameServerProtocol.isNameByte($0) }
-        return valid ? nil : "'\(name)' is not a port name (letters, digits, '.', '_' and '-' only)"
     }
 
     /// Why `unit` is not a unit name portd would ask for, or nil: a name

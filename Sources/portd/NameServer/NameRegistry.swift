@@ -25,8 +25,9 @@ import PortCore
 /// One connection to portd's control socket (`PCPortMessage.connectionID`).
 typealias ClientID = UInt64
 
-/// An owner of a name, or an owner waiting in a name's queue.
-struct NameOwner: Equatable, Sendable {
+/// A client's claim on a name: it owns the name, or waits in its queue
+/// (dbus-broker's NameOwnership, between a name and its owner).
+struct NameOwnership: Equatable, Sendable {
     let client: ClientID
     /// Who asked, as the kernel reported it (SCM_CREDENTIALS).
     let credentials: Credentials
@@ -37,14 +38,9 @@ struct NameOwner: Equatable, Sendable {
     /// Identifies the registration request, so the name server can keep
     /// what a queued owner gave (where to send NAME_ACQUIRED) by it.
     let ticket: UInt64
-}
 
-/// The option words of a REGISTER request.
-struct RegisterOptions: OptionSet, Sendable, Hashable {
-    let rawValue: UInt8
-    static let allowReplacement = RegisterOptions(rawValue: 1)
-    static let replaceExisting = RegisterOptions(rawValue: 2)
-    static let doNotQueue = RegisterOptions(rawValue: 4)
+    /// The process as the protocol reports an owner.
+    var process: NameOwner.Process { NameOwner.Process(pid: credentials.pid, uid: credentials.uid) }
 }
 
 struct WatchID: Hashable, Comparable, Sendable {
@@ -67,23 +63,23 @@ struct PendingLookup: Equatable, Sendable {
 
 /// A name changed owner: what watchers are told (NAME_OWNER_CHANGED).
 struct OwnerChange: Equatable, Sendable {
-    enum Kind: String, Sendable {
-        /// The name had no owner; `new` has it now.
-        case registered
-        /// `old` released it or went away; `new` is the next queued owner, or nil.
-        case released
-        /// `new` took it from `old`, which allowed replacement.
-        case replaced
-    }
+    /// registered (`old` is nil), released (`new` is the next queued owner,
+    /// or nil), replaced (`new` took it from `old`, which allowed replacement).
+    typealias Kind = NameServerProtocol.OwnerEvent
 
     let name: PortName
     let kind: Kind
-    let old: NameOwner?
-    let new: NameOwner?
+    let old: NameOwnership?
+    let new: NameOwnership?
     /// The watches to tell, in the order they were made.
     let watchers: [WatchID]
     /// Lookups that were waiting for the name: `new` answers them.
     let answeredLookups: [PendingLookup]
+
+    /// The change as NAME_OWNER_CHANGED reports it.
+    var reported: NameOwnerChange {
+        NameOwnerChange(name: name.value, event: .known(kind), oldOwner: old?.process, newOwner: new?.process)
+    }
 }
 
 /// A per-client or per-uid limit that a request would exceed.
@@ -125,10 +121,10 @@ struct NameRegistry {
         case registered(OwnerChange)
         /// The requester waits in the queue, at `position` (1 is next); a
         /// client already waiting is told so again, whatever its options.
-        case queued(NameOwner, position: Int)
+        case queued(NameOwnership, position: Int)
         /// Someone owns the name (possibly the requester itself) and the
         /// request may not queue or replace.
-        case alreadyOwned(NameOwner)
+        case alreadyOwned(NameOwnership)
         case limit(LimitExceeded)
     }
 
@@ -136,15 +132,15 @@ struct NameRegistry {
         /// The requester owned the name and let it go.
         case released(OwnerChange)
         /// The requester only waited in the queue and left it.
-        case leftQueue(NameOwner)
+        case leftQueue(NameOwnership)
         /// Someone else owns the name and the requester does not wait for it.
-        case notOwner(NameOwner)
+        case notOwner(NameOwnership)
         /// Nobody owns the name.
         case notFound
     }
 
     enum LookupOutcome: Equatable, Sendable {
-        case found(NameOwner)
+        case found(NameOwnership)
         case notFound
         /// Waiting; the change that registers the name answers it, or
         /// `expireLookups` when the deadline passes.
@@ -162,8 +158,8 @@ struct NameRegistry {
     }
 
     private struct Entry {
-        var owner: NameOwner
-        var queue: [NameOwner]
+        var owner: NameOwnership
+        var queue: [NameOwnership]
     }
 
     private struct Client {
@@ -202,13 +198,13 @@ struct NameRegistry {
 
     func isKnown(_ client: ClientID) -> Bool { clients[client] != nil }
 
-    func owner(of name: PortName) -> NameOwner? { entries[name]?.owner }
+    func owner(of name: PortName) -> NameOwnership? { entries[name]?.owner }
 
     /// The owners waiting for `name`, next first.
-    func queue(of name: PortName) -> [NameOwner] { entries[name]?.queue ?? [] }
+    func queue(of name: PortName) -> [NameOwnership] { entries[name]?.queue ?? [] }
 
     /// Every owned name in byte order, with its owner and queue length.
-    func listing() -> [(name: PortName, owner: NameOwner, queued: Int)] {
+    func listing() -> [(name: PortName, owner: NameOwnership, queued: Int)] {
         entries.keys.sorted().map { ($0, entries[$0]!.owner, entries[$0]!.queue.count) }
     }
 
@@ -263,11 +259,11 @@ struct NameRegistry {
     /// request gave no port to tell it later (it is then treated as
     /// "do-not-queue"). `now` (Unix ms) dates the registration.
     mutating func register(
-        _ name: PortName, client: ClientID, credentials: Credentials, options: RegisterOptions,
+        _ name: PortName, client: ClientID, credentials: Credentials, options: RegistrationOptions,
         canQueue: Bool = true, now: UInt64
     ) -> RegisterOutcome {
         guard var record = clients[client] else { preconditionFailure("admit client \(client) first") }
-        let candidate = NameOwner(
+        let candidate = NameOwnership(
             client: client, credentials: credentials, sinceMilliseconds: now,
             allowsReplacement: options.contains(.allowReplacement), ticket: takeID())
         guard var entry = entries[name] else {
@@ -326,10 +322,10 @@ struct NameRegistry {
         guard var entry = entries[name] else { preconditionFailure("\(name) has no owner") }
         let old = entry.owner
         clients[old.client]?.names.remove(name)
-        var new: NameOwner?
+        var new: NameOwnership?
         if !entry.queue.isEmpty {
             let next = entry.queue.removeFirst()
-            let promoted = NameOwner(
+            let promoted = NameOwnership(
                 client: next.client, credentials: next.credentials, sinceMilliseconds: now,
                 allowsReplacement: next.allowsReplacement, ticket: next.ticket)
             entry.owner = promoted

@@ -1,7 +1,8 @@
 // NameServer: the glue between portd's control port and the NameRegistry.
 // The control socket is a PCPort (adopting the listening descriptor) on the
 // daemon's run loop; each request is parsed (NameServerRequest), decided
-// (NameRegistry, policy, limits) and answered (NameServerReply), and every
+// (NameRegistry, policy, limits) and answered (NameServerReply, the
+// protocol's vocabulary shared with the client: no word is spelled here), and every
 // consequence of a decision (socket files, NAME_ACQUIRED, NAME_OWNER_CHANGED,
 // answers to waiting lookups) is carried out in the same pass.
 //
@@ -31,6 +32,9 @@ import Logging
 import PortCore
 
 final class NameServer {
+    /// A reply of the protocol, its ports send rights.
+    typealias Reply = NameServerReply<SendRight>
+
     /// Counters for STATUS.
     struct Counters {
         var lookups = 0
@@ -263,7 +267,7 @@ final class NameServer {
         // manager start portd (socket activation). Whoever made the
         // connection (SO_PEERCRED) sent it then.
         guard let client = message.connectionID, let sender = message.sender ?? message.connectionCredentials else {
-            return NameServerReply.error(msgid, .internal, "no credentials came with the request")
+            return reply(msgid, .error(.internal, "no credentials came with the request"))
         }
         var who: Logger.Metadata = ["client": "\(client)", "pid": "\(sender.pid)", "uid": "\(sender.uid)"]
         if let only = settings.onlyUID {
@@ -285,10 +289,10 @@ final class NameServer {
             request = r
         case .failure(.badRequest(let why)):
             logger.info("bad request: \(why)", metadata: who)
-            return NameServerReply.error(msgid, .badRequest, why)
+            return reply(msgid, .error(.badRequest, why))
         case .failure(.invalidName(let why)):
             logger.info("invalid name: \(why)", metadata: who)
-            return NameServerReply.error(msgid, .invalidName, why.description)
+            return reply(msgid, .error(.invalidName, why.description))
         case .failure(.tooLarge(let bytes, let limit)):
             return refuse(
                 msgid, .limit, "the request has more than \(limit) bytes of data (\(bytes) so far)", request: "request",
@@ -360,27 +364,33 @@ final class NameServer {
     }
 
     private func refuse(
-        _ msgid: UInt32, _ word: NameServerReply.ErrorWord, _ why: String, request: String, who: Logger.Metadata
+        _ msgid: UInt32, _ word: NameServerProtocol.ReplyWord, _ why: String, request: String, who: Logger.Metadata
     ) -> PCPortMessage {
         counters.refusals += 1
         logRefusal("refused \(request): \(why)", who)
-        return NameServerReply.error(msgid, word, why)
+        return reply(msgid, .error(word, why))
     }
 
-    private func refuse(_ c: Context, _ word: NameServerReply.ErrorWord, _ why: String) -> PCPortMessage {
+    /// The message of `reply` to the request with `msgid`.
+    private func reply(_ msgid: UInt32, _ reply: Reply) -> PCPortMessage {
+        PCPortMessage(msgid: msgid, reply: reply)
+    }
+
+    private func refuse(_ c: Context, _ word: NameServerProtocol.ReplyWord, _ why: String) -> PCPortMessage {
         refuse(c.msgid, word, why, request: c.request, who: c.who)
     }
 
     private func status(_ c: Context) -> PCPortMessage {
         let uptime = max(0, (MonotonicInstant.now() - startedAt).nanosecondsClamped / 1_000_000)
-        return NameServerReply.words(
-            c.msgid, "ok", "version=\(PortdVersion.current)", "pid=\(ownPID)", "uptime_ms=\(uptime)",
-            "names=\(registry.nameCount)", "clients=\(registry.clientCount)", "lookups=\(counters.lookups)",
-            "refusals=\(counters.refusals)", "declared=\(declared.count)")
+        let status = NameServerStatus(
+            version: PortdVersion.current, pid: ownPID, uptimeMilliseconds: UInt64(uptime),
+            names: UInt64(registry.nameCount), clients: UInt64(registry.clientCount), lookups: UInt64(counters.lookups),
+            refusals: UInt64(counters.refusals), declared: UInt64(declared.count))
+        return reply(c.msgid, .status(status))
     }
 
     private func register(
-        _ name: PortName, _ options: RegisterOptions, _ c: Context, notifyPort: SendRight?
+        _ name: PortName, _ options: RegistrationOptions, _ c: Context, notifyPort: SendRight?
     ) -> PCPortMessage {
         if declared[name] != nil {
             return refuse(c, .denied, "\(name) is a declared port; its service claims it with CHECKIN")
@@ -395,7 +405,7 @@ final class NameServer {
             socket = try directory.makeListeningSocket()
         } catch {
             logger.error("cannot create a port socket: \(error)", metadata: c.who)
-            return NameServerReply.error(c.msgid, .internal, "portd cannot create the port's socket: \(error)")
+            return reply(c.msgid, .error(.internal, "portd cannot create the port's socket: \(error)"))
         }
         // A client that waited in the queue and now replaces the owner leaves the queue.
         let queuedTicket = registry.queue(of: name).first { $0.client == c.client }?.ticket
@@ -409,10 +419,9 @@ final class NameServer {
             case .queued(let entry, let position):
                 if acquirePorts[entry.ticket] == nil { acquirePorts[entry.ticket] = notifyPort }
                 logger.debug("\(name) queued at position \(position)", metadata: c.who)
-                return NameServerReply.words(c.msgid, "queued")
+                return reply(c.msgid, .word(.queued))
             case .alreadyOwned(let owner):
-                return NameServerReply.words(
-                    c.msgid, "already-owned", "pid=\(owner.credentials.pid)", "uid=\(owner.credentials.uid)")
+                return reply(c.msgid, .alreadyOwned(by: owner.process))
             case .limit(let exceeded):
                 return refuse(c, .limit, exceeded.description)
             case .registered:
@@ -423,22 +432,22 @@ final class NameServer {
         let listening = SendRight(adopting: socket.fd)  // closes portd's copy once the reply is sent
         apply(change, requesterSocket: socket.file)  // tells a replaced owner first
         if let notifyPort { ownerPorts[name] = (c.client, notifyPort) }
-        return NameServerReply.make(c.msgid, [.text("registered"), .port(listening)])
+        return reply(c.msgid, .registered(listening: listening))
     }
 
     private func release(_ name: PortName, _ c: Context) -> PCPortMessage {
-        if declared[name] != nil { return NameServerReply.words(c.msgid, "not-owner") }
+        if declared[name] != nil { return reply(c.msgid, .word(.notOwner)) }
         switch registry.release(name, client: c.client, now: WallClock.unixMilliseconds()) {
         case .released(let change):
             apply(change, requesterSocket: nil)
-            return NameServerReply.words(c.msgid, "released")
+            return reply(c.msgid, .word(.released))
         case .leftQueue(let entry):
             acquirePorts[entry.ticket] = nil
             logger.debug("left the queue of \(name)", metadata: c.who)
-            return NameServerReply.words(c.msgid, "released")
+            return reply(c.msgid, .word(.released))
         case .notOwner, .notFound:
             // Nobody owning the name is not the client owning it either (the contract's two words).
-            return NameServerReply.words(c.msgid, "not-owner")
+            return reply(c.msgid, .word(.notOwner))
         }
     }
 
@@ -455,7 +464,7 @@ final class NameServer {
         case .found(let owner):
             return found(c.msgid, name, owner: owner.credentials)
         case .notFound:
-            return NameServerReply.error(c.msgid, .notFound, "no port is registered as \(name)")
+            return reply(c.msgid, .error(.notFound, "no port is registered as \(name)"))
         case .waiting(let lookup):
             waitingLookups[lookup.id] = replyPort  // answered later: the reply right stays with us
             rearmDeadlineTimer()
@@ -470,21 +479,20 @@ final class NameServer {
     private func found(_ msgid: UInt32, _ name: PortName, file: PortSocketFile? = nil, owner: Credentials) -> PCPortMessage {
         guard let file = file ?? sockets[name] else {
             logger.error("\(name) has an owner but no socket file", metadata: ["name": "\(name)"])
-            return NameServerReply.error(msgid, .internal, "\(name) has no socket")
+            return reply(msgid, .error(.internal, "\(name) has no socket"))
         }
         switch directory.connect(to: file) {
         case .connected(let fd):
-            return NameServerReply.make(
-                msgid, [.text("found"), .port(SendRight(adopting: fd)), .text("pid=\(owner.pid)"), .text("uid=\(owner.uid)")])
+            return reply(msgid, .found(SendRight(adopting: fd), owner: .init(pid: owner.pid, uid: owner.uid)))
         case .backlogFull:
             return refuse(
                 msgid, .limit, "the port \(name) accepts no more connections now (backlog full)", request: "LOOKUP",
                 who: ["name": "\(name)"])
         case .refused:
-            return NameServerReply.error(msgid, .notFound, "the owner of \(name) no longer listens on it")
+            return reply(msgid, .error(.notFound, "the owner of \(name) no longer listens on it"))
         case .failed(let error):
             logger.error("cannot connect to \(name): \(error)", metadata: ["name": "\(name)"])
-            return NameServerReply.error(msgid, .internal, "portd cannot connect to \(name): \(error)")
+            return reply(msgid, .error(.internal, "portd cannot connect to \(name): \(error)"))
         }
     }
 
@@ -495,7 +503,7 @@ final class NameServer {
         switch registry.watch(name, client: c.client) {
         case .success(let id):
             watchers[id] = (watcherPort, c.sender, c.groups)
-            return NameServerReply.words(c.msgid, "watching")
+            return reply(c.msgid, .word(.watching))
         case .failure(let exceeded):
             return refuse(c, .limit, exceeded.description)
         }
@@ -506,32 +514,41 @@ final class NameServer {
     /// components; "more" at the end when some did not (the client asks
     /// again with after=LAST-NAME).
     private func list(after: PortName?, _ c: Context) -> PCPortMessage {
-        var lines: [(PortName, String)] = []
+        var entries: [(PortName, NameEntry)] = []
         for entry in registry.listing() where after.map({ entry.name > $0 }) ?? true && c.may(settings.mayLookUp, entry.name) {
             let o = entry.owner
-            lines.append(
-                (entry.name, "\(entry.name)\t\(o.credentials.pid)\t\(o.credentials.uid)\t\(o.sinceMilliseconds)\t\(entry.queued)"))
+            entries.append(
+                (entry.name, NameEntry(
+                    name: entry.name.value, owner: o.process, sinceMilliseconds: o.sinceMilliseconds,
+                    queuedCount: entry.queued)))
         }
         for d in declared.all where after.map({ d.name > $0 }) ?? true && c.may(settings.mayLookUp, d.name) {
-            lines.append((d.name, "\(d.name)\t\(ownPID)\t\(ownUID)\t\(d.sinceMilliseconds)\t0"))
+            entries.append(
+                (d.name, NameEntry(
+                    name: d.name.value, owner: .init(pid: ownPID, uid: ownUID), sinceMilliseconds: d.sinceMilliseconds,
+                    queuedCount: 0)))
         }
-        lines.sort { $0.0 < $1.0 }
-        // Header, table and data must fit in one record, with room for "more".
+        entries.sort { $0.0 < $1.0 }
+        // Header, table and data must fit in one record, with room for the
+        // continuation word (NameServerProtocol.listContinues).
         let room = Self.controlPortLimits.maxRecordSize - WireFormat.headerSize - 2 * WireFormat.entrySize - 6
-        var words = ["ok"]
+        var lines: [String] = []
+        var more = false
         var size = 0
-        for (_, line) in lines {
+        for (_, entry) in entries {
+            let line = entry.listLine
             let cost = WireFormat.entrySize + line.utf8.count
             // Components are capped at what a client decodes by default
-            // (PortLimits.default), not at what portd itself accepts.
-            if size + cost > room || words.count + 1 >= PortLimits.default.maxComponents {
-                words.append("more")
+            // (PortLimits.default), not at what portd itself accepts; the
+            // word takes one.
+            if size + cost > room || lines.count + 2 >= PortLimits.default.maxComponents {
+                more = true
                 break
             }
             size += cost
-            words.append(line)
+            lines.append(line)
         }
-        return NameServerReply.make(c.msgid, words.map { .text($0) })
+        return reply(c.msgid, .list(lines: lines, more: more))
     }
 
     private func owner(_ name: PortName, _ c: Context) -> PCPortMessage {
@@ -539,27 +556,28 @@ final class NameServer {
             return refuse(c, .denied, "uid \(c.sender.uid) may not look up \(name)")
         }
         if let d = declared[name] {
-            return NameServerReply.words(c.msgid, "ok", "pid=\(ownPID)", "uid=\(ownUID)", "since_ms=\(d.sinceMilliseconds)")
+            let owner = NameOwner(
+                name: name.value, owner: .init(pid: ownPID, uid: ownUID), sinceMilliseconds: d.sinceMilliseconds, queued: [])
+            return reply(c.msgid, .owner(owner))
         }
         guard let owner = registry.owner(of: name) else {
-            return NameServerReply.error(c.msgid, .notFound, "no port is registered as \(name)")
+            return reply(c.msgid, .error(.notFound, "no port is registered as \(name)"))
         }
-        var words = [
-            "ok", "pid=\(owner.credentials.pid)", "uid=\(owner.credentials.uid)", "since_ms=\(owner.sinceMilliseconds)",
-        ]
-        words += registry.queue(of: name).map { "queued=\($0.credentials.pid):\($0.credentials.uid)" }
-        return NameServerReply.make(c.msgid, words.map { .text($0) })
+        let reported = NameOwner(
+            name: name.value, owner: owner.process, sinceMilliseconds: owner.sinceMilliseconds,
+            queued: registry.queue(of: name).map(\.process))
+        return reply(c.msgid, .owner(reported))
     }
 
     private func checkIn(_ name: PortName, _ c: Context) -> PCPortMessage {
-        guard let port = declared[name] else { return NameServerReply.words(c.msgid, "not-declared") }
+        guard let port = declared[name] else { return reply(c.msgid, .word(.notDeclared)) }
         guard port.checkInUIDs.contains(c.sender.uid) || c.groups.contains(where: port.checkInGIDs.contains) else {
             return refuse(c, .denied, "uid \(c.sender.uid) may not check in for \(name)")
         }
         declared.recordCheckIn(name)
         activator.checkedIn(name, by: c.client)
         logger.info("service checked in for \(name) (check-in \(port.checkIns + 1))", metadata: c.who)
-        return NameServerReply.make(c.msgid, [.text("checked-in"), .port(port.listening)])
+        return reply(c.msgid, .checkedIn(listening: port.listening))
     }
 
     // MARK: - Consequences
@@ -579,10 +597,11 @@ final class NameServer {
             if let old = change.old, let lost = ownerPorts[name], lost.client == old.client {
                 ownerPorts[name] = nil
                 if change.kind == .replaced, let new = change.new {
-                    _ = send(NameServerReply.nameLost(name, to: new.credentials), to: lost.port, what: "NAME_LOST for \(name)")
+                    let message = PCPortMessage(notification: .lost(name: name.value, to: new.process))
+                    _ = send(message, to: lost.port, what: "NAME_LOST for \(name)")
                 }
             }
-            var unreachable: NameOwner?
+            var unreachable: NameOwnership?
             if let new = change.new {
                 if let file = socketForNew {
                     sockets[name] = file
@@ -597,7 +616,7 @@ final class NameServer {
             tellWatchers(change)
             for lookup in change.answeredLookups {
                 guard let reply = waitingLookups.removeValue(forKey: lookup.id) else { continue }
-                let answer = found(NameServerRequest.MessageID.lookUp, name, owner: change.new!.credentials)
+                let answer = found(NameServerProtocol.MessageID.lookup, name, owner: change.new!.credentials)
                 send(answer, to: reply, what: "the answer to a waiting lookup of \(name)")
             }
             if let unreachable,
@@ -613,7 +632,7 @@ final class NameServer {
     /// Sends NAME_ACQUIRED with a new listening socket to a queued owner
     /// that just got `name`; returns the socket file, or nil when the owner
     /// cannot be reached (no port, port gone, queue full).
-    private func handOver(_ name: PortName, to owner: NameOwner) -> PortSocketFile? {
+    private func handOver(_ name: PortName, to owner: NameOwnership) -> PortSocketFile? {
         let metadata: Logger.Metadata = [
             "name": "\(name)", "client": "\(owner.client)", "pid": "\(owner.credentials.pid)",
             "uid": "\(owner.credentials.uid)",
@@ -629,7 +648,7 @@ final class NameServer {
             logger.error("cannot create a port socket for \(name): \(error)", metadata: metadata)
             return nil
         }
-        let message = NameServerReply.nameAcquired(name, listening: SendRight(adopting: socket.fd))
+        let message = PCPortMessage(notification: .acquired(name: name.value, listening: SendRight(adopting: socket.fd)))
         if send(message, to: notifyPort, what: "NAME_ACQUIRED for \(name)") {
             ownerPorts[name] = (owner.client, notifyPort)
             return socket.file
@@ -643,7 +662,7 @@ final class NameServer {
         for id in change.watchers {
             guard let watcher = watchers[id] else { continue }
             if !settings.mayLookUp(change.name, watcher.who.uid, watcher.groups) { continue }
-            let message = event ?? NameServerReply.ownerChanged(change)
+            let message = event ?? PCPortMessage(notification: .ownerChanged(change.reported))
             event = message
             if !send(message, to: watcher.port, what: "NAME_OWNER_CHANGED for \(change.name)") {
                 watchers[id] = nil
@@ -713,10 +732,10 @@ final class NameServer {
     private func expireLookups() {
         for lookup in registry.expireLookups(now: loop.clock.now()) {
             guard let reply = waitingLookups.removeValue(forKey: lookup.id) else { continue }
+            let timeout = Reply.error(.timeout, "no port was registered as \(lookup.name) in time")
             send(
-                NameServerReply.error(
-                    NameServerRequest.MessageID.lookUp, .timeout, "no port was registered as \(lookup.name) in time"),
-                to: reply, what: "the timeout of a lookup of \(lookup.name)")
+                PCPortMessage(msgid: NameServerProtocol.MessageID.lookup, reply: timeout), to: reply,
+                what: "the timeout of a lookup of \(lookup.name)")
         }
         rearmDeadlineTimer()
     }

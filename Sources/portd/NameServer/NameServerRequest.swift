@@ -7,12 +7,13 @@
 // at most `maximumBytes` bytes; the count and the words are exactly those
 // of the msgid's row in the table; names are checked by PortName. The
 // first failure wins, in the order: size, kinds, msgid, count, name, words.
+// Every msgid, option word and field key is NameServerProtocol's.
 
 import PortCore
 
 enum NameServerRequest: Equatable, Sendable {
     case status
-    case register(PortName, RegisterOptions)
+    case register(PortName, RegistrationOptions)
     case release(PortName)
     /// `wait` nil: answer now.
     case lookUp(PortName, wait: Duration?)
@@ -22,23 +23,6 @@ enum NameServerRequest: Equatable, Sendable {
     case list(after: PortName?)
     case owner(PortName)
     case checkIn(PortName)
-
-    /// The msgids of the protocol (in the reserved range 0xFFFF0000+).
-    enum MessageID {
-        static let status: UInt32 = 0xFFFF_0001
-        static let register: UInt32 = 0xFFFF_0002
-        static let release: UInt32 = 0xFFFF_0003
-        static let lookUp: UInt32 = 0xFFFF_0004
-        static let watch: UInt32 = 0xFFFF_0005
-        static let list: UInt32 = 0xFFFF_0006
-        static let owner: UInt32 = 0xFFFF_0007
-        static let checkIn: UInt32 = 0xFFFF_0008
-        /// Sent by portd to a watcher's port.
-        static let nameOwnerChanged: UInt32 = 0xFFFF_0100
-        /// Sent by portd to a queued owner's port when it gets the name.
-        static let nameAcquired: UInt32 = 0xFFFF_0101
-        static let nameLost: UInt32 = 0xFFFF_0102
-    }
 
     /// Why a message is not a request portd can serve.
     enum Refusal: Error, Equatable, Sendable {
@@ -101,6 +85,8 @@ enum NameServerRequest: Equatable, Sendable {
                 throw .badRequest("\(what) takes \(describe(allowed)), not \(words.count)")
             }
         }
+        typealias MessageID = NameServerProtocol.MessageID
+        typealias Field = NameServerProtocol.Field
         switch msgid {
         case MessageID.status:
             try count(0...0, "STATUS")
@@ -108,31 +94,33 @@ enum NameServerRequest: Equatable, Sendable {
         case MessageID.list:
             try count(0...1, "LIST")
             guard let word = words.first else { return .list(after: nil) }
-            guard word.hasPrefix("after=") else { throw .badRequest("unknown LIST word \"\(word)\"") }
-            return .list(after: try validName(String(word.dropFirst("after=".count))))
+            guard let after = NameServerProtocol.value(ofField: Field.after, in: word) else {
+                throw .badRequest("unknown LIST word \"\(word)\"")
+            }
+            return .list(after: try validName(String(after)))
         case MessageID.register:
             try count(1...Int.max, "REGISTER")
             let name = try validName(words[0])
-            var options: RegisterOptions = []
+            var options: RegistrationOptions = []
             for word in words.dropFirst() {
-                switch word {
-                case "allow-replacement": options.insert(.allowReplacement)
-                case "replace-existing": options.insert(.replaceExisting)
-                case "do-not-queue": options.insert(.doNotQueue)
-                default: throw .badRequest("unknown REGISTER option \"\(word)\"")
+                guard let option = RegistrationOptions(word: word) else {
+                    throw .badRequest("unknown REGISTER option \"\(word)\"")
                 }
+                options.insert(option)
             }
             return .register(name, options)
         case MessageID.release:
             try count(1...1, "RELEASE")
             return .release(try validName(words[0]))
-        case MessageID.lookUp:
+        case MessageID.lookup:
             try count(1...2, "LOOKUP")
             let name = try validName(words[0])
             guard words.count == 2 else { return .lookUp(name, wait: nil) }
             let option = words[1]
-            guard option.hasPrefix("wait_ms="), let ms = UInt32(option.dropFirst("wait_ms=".count)) else {
-                throw .badRequest("LOOKUP's second component is \"wait_ms=N\" (N from 0 to 4294967295), not \"\(option)\"")
+            guard let value = NameServerProtocol.value(ofField: Field.waitMilliseconds, in: option), let ms = UInt32(value)
+            else {
+                throw .badRequest(
+                    "LOOKUP's second component is \"\(NameServerProtocol.field(Field.waitMilliseconds, "N"))\" (N from 0 to 4294967295), not \"\(option)\"")
             }
             return .lookUp(name, wait: ms == 0 ? nil : .milliseconds(ms))
         case MessageID.watch:

@@ -56,9 +56,9 @@ import Testing
         #expect(throws: NameServerError.self) { try NameServerReply(self.message([.port(right)])) }
         #expect(throws: NameServerError.self) { try NameServerReply(self.message([.data([0xff, 0xfe])])) }
         let missing = try NameServerReply(message([d("ok")]))
-        #expect(throws: NameServerError.self) { try missing.integer("pid", as: Int32.self) }
+        #expect(throws: NameServerProtocol.Violation.self) { try missing.integer("pid", as: Int32.self) }
         let notNumber = try NameServerReply(message([d("ok"), d("pid=x")]))
-        #expect(throws: NameServerError.self) { try notNumber.integer("pid", as: Int32.self) }
+        #expect(throws: NameServerProtocol.Violation.self) { try notNumber.integer("pid", as: Int32.self) }
     }
 
     @Test func errorWordsBecomeErrors() throws {
@@ -110,7 +110,7 @@ import Testing
         #expect(status.version == "0.1.0" && status.pid == 42 && status.uptimeMilliseconds == 1234)
         #expect(status.names == 3 && status.clients == 2 && status.lookups == 9 && status.refusals == 1 && status.declared == 0)
         #expect(status.fields.last == NameServerStatus.Field(key: "future", value: "yes"))
-        #expect(throws: NameServerError.self) { try NameServerStatus(try NameServerReply(self.message([self.d("ok"), self.d("pid=1")]))) }
+        #expect(throws: NameServerProtocol.Violation.self) { try NameServerStatus(try NameServerReply(self.message([self.d("ok"), self.d("pid=1")]))) }
     }
 
     @Test func registrationOptionWords() {

@@ -1,10 +1,8 @@
 // NameServerStatus: what STATUS reports: portd's version, pid and uptime,
-// and its counters. Every "key=value" field of the reply is also kept as
-// is, in order, so a tool can show counters a newer portd adds.
-
-import PortMessaging
-import PortNameProtocol
-import PortWire
+// and its counters. portd fills one and sends its fields
+// (NameServerReply.status); the client reads them back, keeping every
+// "key=value" field of the reply as is, in order, so a tool can show
+// counters a newer portd adds.
 
 /// portd's answer to STATUS.
 public struct NameServerStatus: Sendable, Hashable {
@@ -30,9 +28,31 @@ public struct NameServerStatus: Sendable, Hashable {
         public var value: String
     }
 
-    package init(_ reply: NameServerReply) throws(NameServerError) {
+    /// portd's status, its fields in the protocol's order.
+    package init(
+        version: String, pid: Int32, uptimeMilliseconds: UInt64, names: UInt64, clients: UInt64, lookups: UInt64,
+        refusals: UInt64, declared: UInt64
+    ) {
         typealias F = NameServerProtocol.Field
-        guard let version = reply.field(F.version) else { throw .protocolError("the status reply lacks version=") }
+        self.version = version
+        self.pid = pid
+        self.uptimeMilliseconds = uptimeMilliseconds
+        self.names = names
+        self.clients = clients
+        self.lookups = lookups
+        self.refusals = refusals
+        self.declared = declared
+        fields = [
+            (F.version, version), (F.pid, "\(pid)"), (F.uptime, "\(uptimeMilliseconds)"), (F.names, "\(names)"),
+            (F.clients, "\(clients)"), (F.lookups, "\(lookups)"), (F.refusals, "\(refusals)"),
+            (F.declared, "\(declared)"),
+        ].map { Field(key: $0.0, value: $0.1) }
+    }
+
+    /// Reads a STATUS reply whose word is "ok".
+    package init<Port>(_ reply: NameServerReply<Port>) throws(NameServerProtocol.Violation) {
+        typealias F = NameServerProtocol.Field
+        guard let version = reply.field(F.version) else { throw .init("the status reply lacks \(F.version)=") }
         self.version = version
         pid = try reply.integer(F.pid)
         uptimeMilliseconds = try reply.integer(F.uptime)

@@ -1,0 +1,43 @@
+// PCPortMessage+NameServerProtocol: the one adapter between port messages
+// and the name server's vocabulary (PortNameProtocol), for both sides:
+// portd turns the replies and notifications it builds into messages, the
+// client turns the messages it receives into components to parse. A text
+// is a data component holding its UTF-8 bytes; a port is a send right.
+//
+// Invariants: a received data or large-data component that is not UTF-8
+// is `.binary`, never guessed at; nothing built by the vocabulary is
+// `.binary`, so sending one is a programming error.
+
+import PortMessaging
+import PortNameProtocol
+import PortWire
+
+extension PCPortMessage {
+    /// The reply `reply` to the request with `msgid`.
+    package init(msgid: UInt32, reply: NameServerReply<SendRight>) {
+        self.init(msgid: msgid, components: reply.components.map(Self.component))
+    }
+
+    /// The notification `notification`, with its own msgid.
+    package init(notification: NameServerNotification<SendRight>) {
+        self.init(msgid: notification.msgid, components: notification.components.map(Self.component))
+    }
+
+    /// The components as the name server's vocabulary reads them.
+    package var nameServerComponents: [NameServerComponent<SendRight>] {
+        components.map { component in
+            switch component {
+            case .port(let right): .port(right)
+            case .data, .sharedMemory: component.string.map { .text($0) } ?? .binary
+            }
+        }
+    }
+
+    private static func component(_ c: NameServerComponent<SendRight>) -> Component {
+        switch c {
+        case .text(let s): .data(Array(s.utf8))
+        case .port(let r): .port(r)
+        case .binary: preconditionFailure("the name server's vocabulary builds no binary component")
+        }
+    }
+}
