@@ -24,7 +24,7 @@ extension NameServerSettings {
         }
         mayRegister = { name, uid, gids in c.registerDecision(name: name.description, uid: uid, gids: gids).allowed }
         mayLookUp = { name, uid, gids in c.lookUpDecision(name: name.description, uid: uid, gids: gids).allowed }
-        limits = NameRegistry.Limits(
+        limits = NameRegistryLimits(
             namesPerClient: c.limits.namesPerClient, pendingLookupsPerClient: c.limits.pendingLookupsPerClient,
             watchesPerClient: c.limits.watchesPerClient, clientsPerUID: c.limits.clientsPerUID,
             clients: c.limits.maxClients)

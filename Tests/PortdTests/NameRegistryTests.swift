@@ -1,7 +1,8 @@
 // NameRegistryTests: the name server's rules without sockets or processes:
 // names and their validation, D-Bus ownership (registered, queued,
 // already owned, replaced), release by request and by a client going away,
-// watches, lookups that wait with deadlines, and every per-client limit.
+// watches, lookups that wait with deadlines, every per-client limit, and
+// the handles hung on records (here plain tags) coming back with them.
 
 import Testing
 
@@ -18,25 +19,47 @@ private func name(_ s: String) -> PortName { try! PortName(validating: s) }
 private func who(_ pid: Int32, uid: UInt32 = 1000) -> Credentials { Credentials(pid: pid, uid: uid, gid: uid) }
 private func at(_ ms: UInt64) -> MonotonicInstant { MonotonicInstant(nanoseconds: ms * 1_000_000) }
 
+/// The handles these tests hang on records: tags naming who hung them.
+private enum Tags: NameRegistryHandles {
+    typealias Owner = String
+    typealias Watcher = String
+    typealias Lookup = String
+}
+
+private typealias Registry = NameRegistry<Tags>
+private typealias OwnerChange = Registry.OwnerChange
+private typealias PendingLookup = Registry.PendingLookup
+
 /// A registry with clients 1, 2, 3 (pids 101, 102, 103) admitted.
-private func registry(_ limits: NameRegistry.Limits = NameRegistry.Limits()) -> NameRegistry {
-    var r = NameRegistry(limits: limits)
+private func registry(_ limits: NameRegistryLimits = NameRegistryLimits()) -> Registry {
+    var r = Registry(limits: limits)
     for c: ClientID in 1...3 { #expect(r.admit(c, uid: 1000) == nil) }
     return r
 }
 
-private extension NameRegistry {
+private extension NameRegistry where Handles == Tags {
+    /// A REGISTER whose handle is "N by C".
     mutating func register(
         _ n: String, by client: ClientID, _ options: RegistrationOptions = [], canQueue: Bool = true, now: UInt64 = 0
     ) -> RegisterOutcome {
         register(
             name(n), client: client, credentials: who(Int32(100 + client)), options: options, canQueue: canQueue,
-            now: now)
+            now: now, handle: "\(n) by \(client)")
+    }
+
+    /// A LOOKUP that waits until `deadline` (when given), its handle "lookup by C".
+    mutating func lookUp(_ n: PortName, client: ClientID, until deadline: MonotonicInstant?) -> LookupOutcome {
+        lookUp(n, client: client, waitUntil: deadline.map { ($0, "lookup by \(client)") })
+    }
+
+    /// A WATCH whose handle is "watch by C".
+    mutating func watch(_ n: PortName?, client: ClientID) -> Result<WatchID, LimitExceeded> {
+        watch(n, client: client, handle: "watch by \(client)")
     }
 }
 
 /// The change of a `.registered` outcome.
-private func change(_ outcome: NameRegistry.RegisterOutcome) -> OwnerChange? {
+private func change(_ outcome: Registry.RegisterOutcome) -> OwnerChange? {
     if case .registered(let c) = outcome { return c }
     return nil
 }
@@ -189,7 +212,7 @@ private func change(_ outcome: NameRegistry.RegisterOutcome) -> OwnerChange? {
     }
 
     @Test func replacingFromTheQueueTakesTheQueuedPlace() throws {
-        var r = registry(NameRegistry.Limits(namesPerClient: 1))
+        var r = registry(NameRegistryLimits(namesPerClient: 1))
         _ = r.register("b", by: 1, [.allowReplacement])
         guard case .queued = r.register("b", by: 2) else {
             Issue.record("not queued")
@@ -215,7 +238,7 @@ private func change(_ outcome: NameRegistry.RegisterOutcome) -> OwnerChange? {
         }
         let watchOwn = try r.watch(nil, client: 1).get()
         let watchOther = try r.watch(nil, client: 3).get()
-        guard case .waiting(let lookup) = r.lookUp(name("four"), client: 1, waitUntil: at(100)) else {
+        guard case .waiting(let lookup) = r.lookUp(name("four"), client: 1, until: at(100)) else {
             Issue.record("not waiting")
             return
         }
@@ -230,7 +253,7 @@ private func change(_ outcome: NameRegistry.RegisterOutcome) -> OwnerChange? {
         #expect(removal.changes[1].new?.client == 2)
         #expect(removal.changes[1].new?.sinceMilliseconds == 77)
         // Only the watchers that remain are told.
-        #expect(removal.changes.allSatisfy { $0.watchers == [watchOther] })
+        #expect(removal.changes.allSatisfy { $0.watchers.map(\.id) == [watchOther] })
 
         #expect(r.owner(of: name("one")) == nil)
         #expect(r.owner(of: name("two"))?.client == 2)
@@ -240,8 +263,8 @@ private func change(_ outcome: NameRegistry.RegisterOutcome) -> OwnerChange? {
         #expect(r.clientCount == 2)
         #expect(!r.isKnown(1))
         // A second removal, or of a client never seen, does nothing.
-        #expect(r.removeClient(1, now: 0) == NameRegistry.ClientRemoval())
-        #expect(r.removeClient(99, now: 0) == NameRegistry.ClientRemoval())
+        #expect(r.removeClient(1, now: 0) == Registry.ClientRemoval())
+        #expect(r.removeClient(99, now: 0) == Registry.ClientRemoval())
     }
 
     @Test func theWholeQueueDrainsAsOwnersGo() throws {
@@ -263,15 +286,15 @@ private func change(_ outcome: NameRegistry.RegisterOutcome) -> OwnerChange? {
         let svc = try r.watch(name("svc"), client: 2).get()
         let other = try r.watch(name("other"), client: 2).get()
         let c = try #require(change(r.register("svc", by: 1)))
-        #expect(c.watchers == [all, svc])
-        #expect(change(r.register("other", by: 1))?.watchers == [all, other])
+        #expect(c.watchers.map(\.id) == [all, svc])
+        #expect(change(r.register("other", by: 1))?.watchers.map(\.id) == [all, other])
         r.unwatch(all)
         r.unwatch(all)  // twice is harmless
         guard case .released(let released) = r.release(name("svc"), client: 1, now: 0) else {
             Issue.record("not released")
             return
         }
-        #expect(released.watchers == [svc])
+        #expect(released.watchers.map(\.id) == [svc])
         #expect(r.watchCount == 2)
     }
 
@@ -280,10 +303,10 @@ private func change(_ outcome: NameRegistry.RegisterOutcome) -> OwnerChange? {
     @Test func lookupsFindOrMissOrWait() throws {
         var r = registry()
         let owner = try #require(change(r.register("svc", by: 1))).new!
-        #expect(r.lookUp(name("svc"), client: 2, waitUntil: nil) == .found(owner))
-        #expect(r.lookUp(name("svc"), client: 2, waitUntil: at(5)) == .found(owner))
-        #expect(r.lookUp(name("none"), client: 2, waitUntil: nil) == .notFound)
-        guard case .waiting(let w) = r.lookUp(name("later"), client: 2, waitUntil: at(5)) else {
+        #expect(r.lookUp(name("svc"), client: 2, until: nil) == .found(owner))
+        #expect(r.lookUp(name("svc"), client: 2, until: at(5)) == .found(owner))
+        #expect(r.lookUp(name("none"), client: 2, until: nil) == .notFound)
+        guard case .waiting(let w) = r.lookUp(name("later"), client: 2, until: at(5)) else {
             Issue.record("not waiting")
             return
         }
@@ -296,13 +319,13 @@ private func change(_ outcome: NameRegistry.RegisterOutcome) -> OwnerChange? {
         var r = registry()
         var waiting: [PendingLookup] = []
         for (client, deadline) in [(ClientID(2), 50), (3, 10), (2, 30)] as [(ClientID, UInt64)] {
-            guard case .waiting(let w) = r.lookUp(name("svc"), client: client, waitUntil: at(deadline)) else {
+            guard case .waiting(let w) = r.lookUp(name("svc"), client: client, until: at(deadline)) else {
                 Issue.record("not waiting")
                 return
             }
             waiting.append(w)
         }
-        guard case .waiting(let unrelated) = r.lookUp(name("other"), client: 2, waitUntil: at(20)) else {
+        guard case .waiting(let unrelated) = r.lookUp(name("other"), client: 2, until: at(20)) else {
             Issue.record("not waiting")
             return
         }
@@ -316,7 +339,7 @@ private func change(_ outcome: NameRegistry.RegisterOutcome) -> OwnerChange? {
         var r = registry()
         var ids: [UInt64: LookupID] = [:]
         for deadline: UInt64 in [30, 10, 20] {
-            guard case .waiting(let w) = r.lookUp(name("n\(deadline)"), client: 2, waitUntil: at(deadline)) else {
+            guard case .waiting(let w) = r.lookUp(name("n\(deadline)"), client: 2, until: at(deadline)) else {
                 Issue.record("not waiting")
                 return
             }
@@ -332,10 +355,71 @@ private func change(_ outcome: NameRegistry.RegisterOutcome) -> OwnerChange? {
         #expect(change(r.register("n10", by: 1))?.answeredLookups == [])
     }
 
+    // MARK: Handles
+
+    @Test func anOwnersHandleStaysWithItFromTheQueueToTheName() throws {
+        var r = registry()
+        let first = try #require(change(r.register("svc", by: 1))).new!
+        #expect(first.handle == "svc by 1")
+        guard case .queued(let queued, _) = r.register("svc", by: 2) else {
+            Issue.record("not queued")
+            return
+        }
+        #expect(queued.handle == "svc by 2")
+        // Asking again keeps the first handle.
+        #expect(r.register(name("svc"), client: 2, credentials: who(102), options: [], now: 0, handle: "again")
+            == .queued(queued, position: 1))
+        // The owner's handle changes for its own registration only.
+        #expect(r.updateOwner(of: name("svc"), ticket: first.ticket) { $0 += " with a socket" })
+        #expect(!r.updateOwner(of: name("svc"), ticket: queued.ticket) { $0 = "wrong" })
+        #expect(!r.updateOwner(of: name("none"), ticket: first.ticket) { $0 = "wrong" })
+        #expect(r.owner(of: name("svc"))?.handle == "svc by 1 with a socket")
+        guard case .released(let c) = r.release(name("svc"), client: 1, now: 0) else {
+            Issue.record("not released")
+            return
+        }
+        #expect(c.old?.handle == "svc by 1 with a socket", "the change hands the old owner's handle back")
+        #expect(c.new?.handle == "svc by 2", "the promoted owner keeps the handle it queued with")
+        #expect(r.owner(of: name("svc"))?.handle == "svc by 2")
+    }
+
+    @Test func watchAndLookupHandlesComeBackWithTheirChanges() throws {
+        var r = registry()
+        _ = try r.watch(nil, client: 3).get()
+        guard case .waiting(let lookup) = r.lookUp(name("svc"), client: 2, until: at(10)) else {
+            Issue.record("not waiting")
+            return
+        }
+        #expect(lookup.handle == "lookup by 2")
+        let c = try #require(change(r.register("svc", by: 1)))
+        #expect(c.watchers.map(\.handle) == ["watch by 3"])
+        #expect(c.answeredLookups.map(\.handle) == ["lookup by 2"])
+        guard case .waiting = r.lookUp(name("other"), client: 2, until: at(10)) else {
+            Issue.record("not waiting")
+            return
+        }
+        #expect(r.expireLookups(now: at(10)).map(\.handle) == ["lookup by 2"])
+        #expect(r.isWatching(c.watchers[0].id))
+        r.unwatch(c.watchers[0].id)
+        #expect(!r.isWatching(c.watchers[0].id))
+    }
+
+    @Test func aClientsGroupsGoWithIt() {
+        var r = registry()
+        #expect(r.supplementaryGroups(of: 1) == nil)
+        r.setSupplementaryGroups([10, 20], of: 1)
+        r.setSupplementaryGroups([30], of: 99)  // unknown: ignored
+        #expect(r.supplementaryGroups(of: 1) == [10, 20])
+        #expect(r.supplementaryGroups(of: 99) == nil)
+        _ = r.removeClient(1, now: 0)
+        #expect(r.admit(1, uid: 1000) == nil)
+        #expect(r.supplementaryGroups(of: 1) == nil, "a new connection with the same id starts afresh")
+    }
+
     // MARK: Limits
 
     @Test func namesPerClientCountsOwnedAndQueued() throws {
-        var r = registry(NameRegistry.Limits(namesPerClient: 2))
+        var r = registry(NameRegistryLimits(namesPerClient: 2))
         _ = r.register("a", by: 2)
         _ = r.register("a", by: 1)  // queued: counts
         _ = r.register("b", by: 1)
@@ -348,17 +432,17 @@ private func change(_ outcome: NameRegistry.RegisterOutcome) -> OwnerChange? {
     }
 
     @Test func pendingLookupsPerClient() {
-        var r = registry(NameRegistry.Limits(pendingLookupsPerClient: 1))
-        #expect(r.lookUp(name("x"), client: 1, waitUntil: at(1)).isWaiting)
-        #expect(r.lookUp(name("y"), client: 1, waitUntil: at(1)) == .limit(.pendingLookupsPerClient(1)))
-        #expect(r.lookUp(name("y"), client: 1, waitUntil: nil) == .notFound, "a lookup that does not wait is not limited")
-        #expect(r.lookUp(name("y"), client: 2, waitUntil: at(1)).isWaiting, "the limit is per client")
+        var r = registry(NameRegistryLimits(pendingLookupsPerClient: 1))
+        #expect(r.lookUp(name("x"), client: 1, until: at(1)).isWaiting)
+        #expect(r.lookUp(name("y"), client: 1, until: at(1)) == .limit(.pendingLookupsPerClient(1)))
+        #expect(r.lookUp(name("y"), client: 1, until: nil) == .notFound, "a lookup that does not wait is not limited")
+        #expect(r.lookUp(name("y"), client: 2, until: at(1)).isWaiting, "the limit is per client")
         _ = r.expireLookups(now: at(1))
-        #expect(r.lookUp(name("y"), client: 1, waitUntil: at(2)).isWaiting)
+        #expect(r.lookUp(name("y"), client: 1, until: at(2)).isWaiting)
     }
 
     @Test func watchesPerClient() throws {
-        var r = registry(NameRegistry.Limits(watchesPerClient: 2))
+        var r = registry(NameRegistryLimits(watchesPerClient: 2))
         let first = try r.watch(nil, client: 1).get()
         _ = try r.watch(name("a"), client: 1).get()
         #expect(throws: LimitExceeded.watchesPerClient(2)) { try r.watch(nil, client: 1).get() }
@@ -367,7 +451,7 @@ private func change(_ outcome: NameRegistry.RegisterOutcome) -> OwnerChange? {
     }
 
     @Test func clientsPerUID() {
-        var r = NameRegistry(limits: NameRegistry.Limits(clientsPerUID: 2))
+        var r = Registry(limits: NameRegistryLimits(clientsPerUID: 2))
         #expect(r.admit(1, uid: 7) == nil)
         #expect(r.admit(2, uid: 7) == nil)
         #expect(r.admit(2, uid: 7) == nil, "a known client is not counted twice")
@@ -380,7 +464,7 @@ private func change(_ outcome: NameRegistry.RegisterOutcome) -> OwnerChange? {
     }
 
     @Test func clientsInAll() {
-        var r = NameRegistry(limits: NameRegistry.Limits(clientsPerUID: 10, clients: 2))
+        var r = Registry(limits: NameRegistryLimits(clientsPerUID: 10, clients: 2))
         #expect(r.admit(1, uid: 7) == nil)
         #expect(r.admit(2, uid: 8) == nil)
         #expect(r.admit(3, uid: 9) == LimitExceeded.clients(2), "MaxClients counts every uid")

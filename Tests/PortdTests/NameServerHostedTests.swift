@@ -215,7 +215,7 @@ private func name(_ s: String) -> PortName { try! PortName(validating: s) }
 
     @Test func limitsAreErrorsToThatClientOnly() throws {
         var settings = NameServerSettings(onlyUID: nil)
-        settings.limits = NameRegistry.Limits(
+        settings.limits = NameRegistryLimits(
             namesPerClient: 2, pendingLookupsPerClient: 0, watchesPerClient: 1, clientsPerUID: 3)
         let host = try HostedNameServer(settings)
         defer { host.stop() }

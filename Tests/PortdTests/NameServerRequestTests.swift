@@ -91,10 +91,10 @@ private func isBadRequest(_ r: Result<NameServerRequest, NameServerRequest.Refus
         #expect(error.msgid == ID.lookup)
         #expect(error.components.map(\.string) == ["not-found", "message=no port"])
 
-        let old = NameOwnership(
+        let old = NameServer.Registry.Ownership(
             client: 1, credentials: Credentials(pid: 10, uid: 1000, gid: 1000), sinceMilliseconds: 0,
-            allowsReplacement: false, ticket: 1)
-        let change = OwnerChange(
+            allowsReplacement: false, ticket: 1, handle: .init())
+        let change = NameServer.OwnerChange(
             name: name("svc"), kind: .released, old: old, new: nil, watchers: [], answeredLookups: [])
         let event = PCPortMessage(notification: NameServerNotification<SendRight>.ownerChanged(change.reported))
         #expect(event.msgid == 0xFFFF_0100)

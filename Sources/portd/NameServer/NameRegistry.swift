@@ -5,7 +5,14 @@
 // What it holds: for each name, one owner and a FIFO queue of waiting
 // owners (D-Bus semantics); the clients (connections to portd) and what each
 // holds; watches (one name or all names); lookups waiting for a name to
-// appear, each with a deadline.
+// appear, each with a deadline. On each ownership, watch and waiting lookup
+// hangs the handle the name server needs to act on it (where to send
+// NAME_ACQUIRED, NAME_LOST, an event or an answer; the owner's socket
+// file), as dbus-broker hangs an owner's connection on its ownership: the
+// registry is generic over those handles (NameRegistryHandles), keeps each
+// with its record, hands it back in its results and drops it with the
+// record, and never looks inside, so the name server keeps no map of its own
+// beside the registry.
 //
 // Invariants:
 //   - a name is in `entries` exactly while it has an owner; an owner or a
@@ -13,6 +20,8 @@
 //   - a client's `names` is exactly the names it owns or waits for, and
 //     counts against `namesPerClient`; its `lookups` and `watches` are
 //     exactly its pending lookups and watches;
+//   - a handle lives exactly as long as its record: whatever ends a
+//     registration, a queue place, a watch or a lookup ends its handle;
 //   - a lookup waits only for a name without an owner: the change that gives
 //     the name an owner takes every lookup waiting for it (oldest first);
 //   - every mutation that changes an owner returns an `OwnerChange` naming
@@ -25,22 +34,15 @@ import PortCore
 /// One connection to portd's control socket (`PCPortMessage.connectionID`).
 typealias ClientID = UInt64
 
-/// A client's claim on a name: it owns the name, or waits in its queue
-/// (dbus-broker's NameOwnership, between a name and its owner).
-struct NameOwnership: Equatable, Sendable {
-    let client: ClientID
-    /// Who asked, as the kernel reported it (SCM_CREDENTIALS).
-    let credentials: Credentials
-    /// Since when it owns the name, Unix milliseconds; while queued, when it asked.
-    let sinceMilliseconds: UInt64
-    /// It accepts being replaced by a request with "replace-existing".
-    let allowsReplacement: Bool
-    /// Identifies the registration request, so the name server can keep
-    /// what a queued owner gave (where to send NAME_ACQUIRED) by it.
-    let ticket: UInt64
-
-    /// The process as the protocol reports an owner.
-    var process: NameOwner.Process { NameOwner.Process(pid: credentials.pid, uid: credentials.uid) }
+/// What the name server hangs on the registry's records; the registry
+/// stores these values and hands them back, never looking inside.
+protocol NameRegistryHandles {
+    /// On an owner or a queued owner.
+    associatedtype Owner: Sendable
+    /// On a watch.
+    associatedtype Watcher: Sendable
+    /// On a lookup waiting for a name.
+    associatedtype Lookup: Sendable
 }
 
 struct WatchID: Hashable, Comparable, Sendable {
@@ -51,35 +53,6 @@ struct WatchID: Hashable, Comparable, Sendable {
 struct LookupID: Hashable, Comparable, Sendable {
     let raw: UInt64
     static func < (a: LookupID, b: LookupID) -> Bool { a.raw < b.raw }
-}
-
-/// A lookup waiting for a name to get an owner.
-struct PendingLookup: Equatable, Sendable {
-    let id: LookupID
-    let client: ClientID
-    let name: PortName
-    let deadline: MonotonicInstant
-}
-
-/// A name changed owner: what watchers are told (NAME_OWNER_CHANGED).
-struct OwnerChange: Equatable, Sendable {
-    /// registered (`old` is nil), released (`new` is the next queued owner,
-    /// or nil), replaced (`new` took it from `old`, which allowed replacement).
-    typealias Kind = NameServerProtocol.OwnerEvent
-
-    let name: PortName
-    let kind: Kind
-    let old: NameOwnership?
-    let new: NameOwnership?
-    /// The watches to tell, in the order they were made.
-    let watchers: [WatchID]
-    /// Lookups that were waiting for the name: `new` answers them.
-    let answeredLookups: [PendingLookup]
-
-    /// The change as NAME_OWNER_CHANGED reports it.
-    var reported: NameOwnerChange {
-        NameOwnerChange(name: name.value, event: .known(kind), oldOwner: old?.process, newOwner: new?.process)
-    }
 }
 
 /// A per-client or per-uid limit that a request would exceed.
@@ -101,46 +74,109 @@ enum LimitExceeded: Error, Equatable, Sendable, CustomStringConvertible {
     }
 }
 
-struct NameRegistry {
-    /// Bounds on what one client (or one uid) may hold.
-    struct Limits: Equatable, Sendable {
-        /// Names a client owns or waits for in a queue.
-        var namesPerClient = 512
-        /// Lookups of a client waiting for a name.
-        var pendingLookupsPerClient = 64
-        /// Watches of a client.
-        var watchesPerClient = 64
-        /// Clients (connections) of one uid.
-        var clientsPerUID = 256
-        /// Clients (connections) in all.
-        var clients = 1024
+/// Bounds on what one client (or one uid) may hold.
+struct NameRegistryLimits: Equatable, Sendable {
+    /// Names a client owns or waits for in a queue.
+    var namesPerClient = 512
+    /// Lookups of a client waiting for a name.
+    var pendingLookupsPerClient = 64
+    /// Watches of a client.
+    var watchesPerClient = 64
+    /// Clients (connections) of one uid.
+    var clientsPerUID = 256
+    /// Clients (connections) in all.
+    var clients = 1024
+}
+
+struct NameRegistry<Handles: NameRegistryHandles> {
+    typealias Limits = NameRegistryLimits
+
+    /// A client's claim on a name: it owns the name, or waits in its queue
+    /// (dbus-broker's NameOwnership, between a name and its owner).
+    struct Ownership: Sendable {
+        let client: ClientID
+        /// Who asked, as the kernel reported it (SCM_CREDENTIALS).
+        let credentials: Credentials
+        /// Since when it owns the name, Unix milliseconds; while queued, when it asked.
+        let sinceMilliseconds: UInt64
+        /// It accepts being replaced by a request with the option `replaceExisting`.
+        let allowsReplacement: Bool
+        /// Identifies the registration request, from the queue to the name.
+        let ticket: UInt64
+        /// What the name server hung on it (`register`, `updateOwner`).
+        var handle: Handles.Owner
+
+        /// The process as the protocol reports an owner.
+        var process: NameOwner.Process { NameOwner.Process(pid: credentials.pid, uid: credentials.uid) }
     }
 
-    enum RegisterOutcome: Equatable, Sendable {
+    /// A watch of one name, or of every name.
+    struct Watch: Sendable {
+        let id: WatchID
+        let client: ClientID
+        /// nil: every name.
+        let name: PortName?
+        let handle: Handles.Watcher
+    }
+
+    /// A lookup waiting for a name to get an owner.
+    struct PendingLookup: Sendable {
+        let id: LookupID
+        let client: ClientID
+        let name: PortName
+        let deadline: MonotonicInstant
+        /// Where its answer goes.
+        let handle: Handles.Lookup
+    }
+
+    /// A name changed owner: what watchers are told (NAME_OWNER_CHANGED).
+    struct OwnerChange: Sendable {
+        /// registered (`old` is nil), released (`new` is the next queued
+        /// owner, or nil), replaced (`new` took it from `old`, which allowed
+        /// replacement).
+        typealias Kind = NameServerProtocol.OwnerEvent
+
+        let name: PortName
+        let kind: Kind
+        let old: Ownership?
+        let new: Ownership?
+        /// The watches to tell, in the order they were made.
+        let watchers: [Watch]
+        /// Lookups that were waiting for the name: `new` answers them.
+        let answeredLookups: [PendingLookup]
+
+        /// The change as NAME_OWNER_CHANGED reports it.
+        var reported: NameOwnerChange {
+            NameOwnerChange(name: name.value, event: .known(kind), oldOwner: old?.process, newOwner: new?.process)
+        }
+    }
+
+    enum RegisterOutcome: Sendable {
         /// The requester owns the name now (`change.new`).
         case registered(OwnerChange)
         /// The requester waits in the queue, at `position` (1 is next); a
-        /// client already waiting is told so again, whatever its options.
-        case queued(NameOwnership, position: Int)
+        /// client already waiting is told so again, whatever its options,
+        /// and keeps the handle it gave first.
+        case queued(Ownership, position: Int)
         /// Someone owns the name (possibly the requester itself) and the
         /// request may not queue or replace.
-        case alreadyOwned(NameOwnership)
+        case alreadyOwned(Ownership)
         case limit(LimitExceeded)
     }
 
-    enum ReleaseOutcome: Equatable, Sendable {
+    enum ReleaseOutcome: Sendable {
         /// The requester owned the name and let it go.
         case released(OwnerChange)
         /// The requester only waited in the queue and left it.
-        case leftQueue(NameOwnership)
+        case leftQueue(Ownership)
         /// Someone else owns the name and the requester does not wait for it.
-        case notOwner(NameOwnership)
+        case notOwner(Ownership)
         /// Nobody owns the name.
         case notFound
     }
 
-    enum LookupOutcome: Equatable, Sendable {
-        case found(NameOwnership)
+    enum LookupOutcome: Sendable {
+        case found(Ownership)
         case notFound
         /// Waiting; the change that registers the name answers it, or
         /// `expireLookups` when the deadline passes.
@@ -148,8 +184,8 @@ struct NameRegistry {
         case limit(LimitExceeded)
     }
 
-    /// What went with a client.
-    struct ClientRemoval: Equatable, Sendable {
+    /// What went with a client (its handles with it).
+    struct ClientRemoval: Sendable {
         var changes: [OwnerChange] = []
         var lookups: [PendingLookup] = []
         var watches: [WatchID] = []
@@ -158,8 +194,8 @@ struct NameRegistry {
     }
 
     private struct Entry {
-        var owner: NameOwnership
-        var queue: [NameOwnership]
+        var owner: Ownership
+        var queue: [Ownership]
     }
 
     private struct Client {
@@ -167,6 +203,9 @@ struct NameRegistry {
         var names: Set<PortName> = []
         var lookups: Set<LookupID> = []
         var watches: Set<WatchID> = []
+        /// The supplementary groups of the process that made the connection,
+        /// once the name server read them (`setSupplementaryGroups`).
+        var supplementaryGroups: [UInt32]?
     }
 
     /// Replaced on reload; counts already admitted stay.
@@ -176,7 +215,7 @@ struct NameRegistry {
     private var clientsByUID: [UInt32: Int] = [:]
     private var watchesOfAllNames: Set<WatchID> = []
     private var watchesByName: [PortName: Set<WatchID>] = [:]
-    private var watches: [WatchID: (client: ClientID, name: PortName?)] = [:]
+    private var watches: [WatchID: Watch] = [:]
     private var lookups: [LookupID: PendingLookup] = [:]
     private var lookupsByName: [PortName: [LookupID]] = [:]
     private var nextID: UInt64 = 1
@@ -198,13 +237,16 @@ struct NameRegistry {
 
     func isKnown(_ client: ClientID) -> Bool { clients[client] != nil }
 
-    func owner(of name: PortName) -> NameOwnership? { entries[name]?.owner }
+    /// Whether the watch `id` is still in force.
+    func isWatching(_ id: WatchID) -> Bool { watches[id] != nil }
+
+    func owner(of name: PortName) -> Ownership? { entries[name]?.owner }
 
     /// The owners waiting for `name`, next first.
-    func queue(of name: PortName) -> [NameOwnership] { entries[name]?.queue ?? [] }
+    func queue(of name: PortName) -> [Ownership] { entries[name]?.queue ?? [] }
 
     /// Every owned name in byte order, with its owner and queue length.
-    func listing() -> [(name: PortName, owner: NameOwnership, queued: Int)] {
+    func listing() -> [(name: PortName, owner: Ownership, queued: Int)] {
         entries.keys.sorted().map { ($0, entries[$0]!.owner, entries[$0]!.queue.count) }
     }
 
@@ -223,6 +265,15 @@ struct NameRegistry {
         clientsByUID[uid] = count + 1
         clients[client] = Client(uid: uid)
         return nil
+    }
+
+    /// The supplementary groups recorded for `client`, nil when none were.
+    func supplementaryGroups(of client: ClientID) -> [UInt32]? { clients[client]?.supplementaryGroups }
+
+    /// Records the supplementary groups of the process that made `client`
+    /// (read once per connection). Unknown clients are ignored.
+    mutating func setSupplementaryGroups(_ groups: [UInt32], of client: ClientID) {
+        clients[client]?.supplementaryGroups = groups
     }
 
     /// Removes `client` and everything it held: its watches and lookups
@@ -255,17 +306,18 @@ struct NameRegistry {
 
     // MARK: Names
 
-    /// A REGISTER of `name` by `client`. `canQueue` is false when the
-    /// request gave no port to tell it later (it is then treated as
-    /// "do-not-queue"). `now` (Unix ms) dates the registration.
+    /// A REGISTER of `name` by `client`, hanging `handle` on the new
+    /// ownership or queue place. `canQueue` is false when the request gave
+    /// no port to tell it later (it is then treated as `doNotQueue`). `now`
+    /// (Unix ms) dates the registration.
     mutating func register(
         _ name: PortName, client: ClientID, credentials: Credentials, options: RegistrationOptions,
-        canQueue: Bool = true, now: UInt64
+        canQueue: Bool = true, now: UInt64, handle: Handles.Owner
     ) -> RegisterOutcome {
         guard var record = clients[client] else { preconditionFailure("admit client \(client) first") }
-        let candidate = NameOwnership(
+        let candidate = Ownership(
             client: client, credentials: credentials, sinceMilliseconds: now,
-            allowsReplacement: options.contains(.allowReplacement), ticket: takeID())
+            allowsReplacement: options.contains(.allowReplacement), ticket: takeID(), handle: handle)
         guard var entry = entries[name] else {
             if record.names.count >= limits.namesPerClient { return .limit(.namesPerClient(limits.namesPerClient)) }
             record.names.insert(name)
@@ -305,6 +357,15 @@ struct NameRegistry {
         return .queued(candidate, position: entry.queue.count)
     }
 
+    /// Changes the handle of `name`'s owner, if that is still the
+    /// registration `ticket`; returns whether it was.
+    @discardableResult
+    mutating func updateOwner(of name: PortName, ticket: UInt64, _ update: (inout Handles.Owner) -> Void) -> Bool {
+        guard entries[name]?.owner.ticket == ticket else { return false }
+        update(&entries[name]!.owner.handle)
+        return true
+    }
+
     /// A RELEASE of `name` by `client` (also used when an owner turns out
     /// unreachable). `now` dates the next owner.
     mutating func release(_ name: PortName, client: ClientID, now: UInt64) -> ReleaseOutcome {
@@ -322,12 +383,12 @@ struct NameRegistry {
         guard var entry = entries[name] else { preconditionFailure("\(name) has no owner") }
         let old = entry.owner
         clients[old.client]?.names.remove(name)
-        var new: NameOwnership?
+        var new: Ownership?
         if !entry.queue.isEmpty {
             let next = entry.queue.removeFirst()
-            let promoted = NameOwnership(
+            let promoted = Ownership(
                 client: next.client, credentials: next.credentials, sinceMilliseconds: now,
-                allowsReplacement: next.allowsReplacement, ticket: next.ticket)
+                allowsReplacement: next.allowsReplacement, ticket: next.ticket, handle: next.handle)
             entry.owner = promoted
             entries[name] = entry
             new = promoted
@@ -341,15 +402,18 @@ struct NameRegistry {
     // MARK: Lookups
 
     /// A LOOKUP of `name` by `client`: found, or not found, or, with a
-    /// deadline, waiting for the name until then.
-    mutating func lookUp(_ name: PortName, client: ClientID, waitUntil deadline: MonotonicInstant?) -> LookupOutcome {
+    /// deadline and a handle for its answer, waiting for the name until then.
+    mutating func lookUp(
+        _ name: PortName, client: ClientID, waitUntil waiting: (deadline: MonotonicInstant, handle: Handles.Lookup)?
+    ) -> LookupOutcome {
         if let owner = entries[name]?.owner { return .found(owner) }
-        guard let deadline else { return .notFound }
+        guard let waiting else { return .notFound }
         guard var record = clients[client] else { preconditionFailure("admit client \(client) first") }
         if record.lookups.count >= limits.pendingLookupsPerClient {
             return .limit(.pendingLookupsPerClient(limits.pendingLookupsPerClient))
         }
-        let lookup = PendingLookup(id: LookupID(raw: takeID()), client: client, name: name, deadline: deadline)
+        let lookup = PendingLookup(
+            id: LookupID(raw: takeID()), client: client, name: name, deadline: waiting.deadline, handle: waiting.handle)
         record.lookups.insert(lookup.id)
         clients[client] = record
         lookups[lookup.id] = lookup
@@ -384,8 +448,8 @@ struct NameRegistry {
 
     // MARK: Watches
 
-    /// A WATCH by `client` of `name`, or of every name when nil.
-    mutating func watch(_ name: PortName?, client: ClientID) -> Result<WatchID, LimitExceeded> {
+    /// A WATCH by `client` of `name`, or of every name when nil, with `handle` hung on it.
+    mutating func watch(_ name: PortName?, client: ClientID, handle: Handles.Watcher) -> Result<WatchID, LimitExceeded> {
         guard var record = clients[client] else { preconditionFailure("admit client \(client) first") }
         if record.watches.count >= limits.watchesPerClient {
             return .failure(.watchesPerClient(limits.watchesPerClient))
@@ -393,7 +457,7 @@ struct NameRegistry {
         let id = WatchID(raw: takeID())
         record.watches.insert(id)
         clients[client] = record
-        watches[id] = (client, name)
+        watches[id] = Watch(id: id, client: client, name: name, handle: handle)
         if let name {
             watchesByName[name, default: []].insert(id)
         } else {
@@ -418,8 +482,8 @@ struct NameRegistry {
         if watchesByName[name]?.isEmpty == true { watchesByName[name] = nil }
     }
 
-    private func watchers(of name: PortName) -> [WatchID] {
-        watchesOfAllNames.union(watchesByName[name] ?? []).sorted()
+    private func watchers(of name: PortName) -> [Watch] {
+        watchesOfAllNames.union(watchesByName[name] ?? []).sorted().compactMap { watches[$0] }
     }
 
     private mutating func takeID() -> UInt64 {
@@ -427,3 +491,17 @@ struct NameRegistry {
         return nextID
     }
 }
+
+// Equal records with equal handles: for tests, whose handles are plain values.
+extension NameRegistry.Ownership: Equatable where Handles.Owner: Equatable {}
+extension NameRegistry.Watch: Equatable where Handles.Watcher: Equatable {}
+extension NameRegistry.PendingLookup: Equatable where Handles.Lookup: Equatable {}
+extension NameRegistry.OwnerChange: Equatable
+where Handles.Owner: Equatable, Handles.Watcher: Equatable, Handles.Lookup: Equatable {}
+extension NameRegistry.RegisterOutcome: Equatable
+where Handles.Owner: Equatable, Handles.Watcher: Equatable, Handles.Lookup: Equatable {}
+extension NameRegistry.ReleaseOutcome: Equatable
+where Handles.Owner: Equatable, Handles.Watcher: Equatable, Handles.Lookup: Equatable {}
+extension NameRegistry.LookupOutcome: Equatable where Handles.Owner: Equatable, Handles.Lookup: Equatable {}
+extension NameRegistry.ClientRemoval: Equatable
+where Handles.Owner: Equatable, Handles.Watcher: Equatable, Handles.Lookup: Equatable {}

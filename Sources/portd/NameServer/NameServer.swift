@@ -1,10 +1,14 @@
 // NameServer: the glue between portd's control port and the NameRegistry.
 // The control socket is a PCPort (adopting the listening descriptor) on the
-// daemon's run loop; each request is parsed (NameServerRequest), decided
-// (NameRegistry, policy, limits) and answered (NameServerReply, the
-// protocol's vocabulary shared with the client: no word is spelled here), and every
-// consequence of a decision (socket files, NAME_ACQUIRED, NAME_OWNER_CHANGED,
-// answers to waiting lookups) is carried out in the same pass.
+// daemon's run loop; each request is admitted and parsed here
+// (NameServerRequest), then served by its request handler
+// (NameServer+Requests): access decided (RequestAccess, a pure function),
+// the registry asked, the answer built (NameServerReply, the protocol's
+// vocabulary shared with the client: no word is spelled in portd). What a
+// decision entails beyond the reply, the consequences (socket files,
+// NAME_ACQUIRED, NAME_LOST, NAME_OWNER_CHANGED, answers to waiting lookups,
+// the lookup deadline timer), is carried out in the same pass by
+// NameServer+Consequences.
 //
 // Who a client is: the connection (`message.connectionID`); who sent a
 // request: the kernel's SCM_CREDENTIALS (`message.sender`), never what a
@@ -17,11 +21,14 @@
 // Invariants:
 //   - everything here runs on the daemon loop's thread (handlers, the
 //     disconnect callback and the deadline timer), so no lock is needed;
-//   - a name has a socket file in `sockets` exactly while it has an owner
-//     that received (or is receiving in this pass) its listening socket;
-//   - `acquirePorts`, `watchers` and `waitingLookups` hold exactly the
-//     rights of queued registrations, watches and waiting lookups the
-//     registry knows; whatever the registry drops, they drop in the same call;
+//   - the registry is the one record of who owns, waits, watches and looks
+//     up: what the name server needs to act on a record (an owner's port
+//     and socket file, a watcher's port, a waiting lookup's reply port, a
+//     connection's groups) hangs on that record (`Handles`), so it goes
+//     when the record goes, and no map beside the registry can disagree
+//     with it;
+//   - a name's owner has a socket file exactly while it received (or is
+//     receiving in this pass) its listening socket;
 //   - portd never blocks on a client: messages to watchers, queued owners
 //     and waiting lookups are sent with a zero send timeout; a full queue
 //     ends that watch (or that owner's claim), logged;
@@ -34,6 +41,33 @@ import PortCore
 final class NameServer {
     /// A reply of the protocol, its ports send rights.
     typealias Reply = NameServerReply<SendRight>
+    typealias Registry = NameRegistry<Handles>
+    typealias OwnerChange = Registry.OwnerChange
+
+    /// What the name server hangs on the registry's records.
+    enum Handles: NameRegistryHandles {
+        /// On an owner or a queued owner.
+        struct Owner: Sendable {
+            /// Its REGISTER's reply port: NAME_ACQUIRED goes there when a
+            /// queued owner gets the name, NAME_LOST when another client
+            /// replaces the owner. nil when the request carried none.
+            var port: SendRight?
+            /// The name's socket file, once this owner was given the
+            /// listening socket.
+            var socket: PortSocketFile?
+        }
+
+        /// On a watch: where the events go, and who watches (each event is
+        /// checked against the policy for the watcher).
+        struct Watcher: Sendable {
+            let port: SendRight
+            let caller: Caller
+            let credentials: Credentials
+        }
+
+        /// On a waiting lookup: the reply port its answer goes to.
+        typealias Lookup = SendRight
+    }
 
     /// Counters for STATUS.
     struct Counters {
@@ -41,33 +75,28 @@ final class NameServer {
         var refusals = 0
     }
 
+    // The state below is the name server's own: used by this file and its
+    // extensions (NameServer+Requests, NameServer+Consequences) only.
+
     /// Replaced by `reconfigure` (SIGHUP).
-    private var settings: NameServerSettings
-    private let logger: Logger
-    private let loop: PCRunLoop
-    private let mode: PCRunLoop.Mode
-    private let port: PCPort
-    private let directory: PortDirectory
-    private let declared: DeclaredPorts
+    var settings: NameServerSettings
+    let logger: Logger
+    let loop: PCRunLoop
+    let mode: PCRunLoop.Mode
+    let port: PCPort
+    let directory: PortDirectory
+    let declared: DeclaredPorts
     private let store: DeclaredPortStore?
-    private let activator: PortActivator
-    private let startedAt: MonotonicInstant
+    let activator: PortActivator
+    let startedAt: MonotonicInstant
     /// When serving began, Unix ms ("since" of the declared ports).
     private let startedAtWall = WallClock.unixMilliseconds()
-    private let ownPID = CurrentProcess.id
-    private let ownUID = CurrentProcess.userID
-    private var registry: NameRegistry
-    private var sockets: [PortName: PortSocketFile] = [:]
-    private var acquirePorts: [UInt64: SendRight] = [:]
-    /// The port of each owner that gave one (its REGISTER's reply port),
-    /// told with NAME_LOST when another client replaces it.
-    private var ownerPorts: [PortName: (client: ClientID, port: SendRight)] = [:]
-    private var watchers: [WatchID: (port: SendRight, who: Credentials, groups: [UInt32])] = [:]
-    private var waitingLookups: [LookupID: SendRight] = [:]
-    /// Supplementary groups of each client connection (SO_PEERGROUPS).
-    private var connectionGroups: [ClientID: [UInt32]] = [:]
-    private var deadlineTimer: (timer: PCTimer, fireAt: MonotonicInstant)?
-    private(set) var counters = Counters()
+    let ownPID = CurrentProcess.id
+    let ownUID = CurrentProcess.userID
+    var registry: Registry
+    var refusalLog: RefusalLog
+    var deadlineTimer: (timer: PCTimer, fireAt: MonotonicInstant)?
+    var counters = Counters()
 
     /// The limits of the control port: small requests, no large data, few
     /// descriptors; up to 65535 components so that a LIST reply can name
@@ -92,7 +121,8 @@ final class NameServer {
         self.mode = mode
         self.directory = directory
         self.startedAt = startedAt
-        self.registry = NameRegistry(limits: settings.limits)
+        self.registry = Registry(limits: settings.limits)
+        self.refusalLog = RefusalLog(logger: logger, clock: loop.clock)
         self.port = try PCPort(
             adoptingListeningDescriptor: controlDescriptor, limits: Self.controlPortLimits, logger: logger)
         self.store = store
@@ -147,12 +177,12 @@ final class NameServer {
         port.invalidate()
         deadlineTimer?.timer.invalidate()
         deadlineTimer = nil
-        waitingLookups.removeAll()
-        watchers.removeAll()
-        acquirePorts.removeAll()
-        ownerPorts.removeAll()
-        for file in sockets.values { directory.remove(file) }
-        sockets.removeAll()
+        for entry in registry.listing() {
+            if let file = entry.owner.handle.socket { directory.remove(file) }
+        }
+        // The records go with their handles: every port portd held for a
+        // client (queued owners, owners, watchers, waiting lookups) closes.
+        registry = Registry(limits: settings.limits)
         declared.close()
         directory.removeIfEmpty()
     }
@@ -222,31 +252,7 @@ final class NameServer {
         "\(registry.nameCount) names, \(registry.clientCount) clients, \(declared.count) declared ports"
     }
 
-    // MARK: - Requests
-
-    /// Refusal log lines, at most `refusalLogBurst` a second: a client
-    /// hammering portd with refused requests or connections cannot flood
-    /// the journal. The lines left out are counted in one line when the
-    /// next second's first refusal is logged (every refusal still counts in
-    /// STATUS `refusals=`).
-    private static let refusalLogBurst = 20
-    private var refusalLogWindow = (start: MonotonicInstant.now(), logged: 0, suppressed: 0)
-
-    private func logRefusal(_ line: @autoclosure () -> String, _ who: Logger.Metadata) {
-        let now = MonotonicInstant.now()
-        if now - refusalLogWindow.start >= .seconds(1) {
-            if refusalLogWindow.suppressed > 0 {
-                logger.notice("\(refusalLogWindow.suppressed) more refusals were not logged (at most \(Self.refusalLogBurst) a second)")
-            }
-            refusalLogWindow = (now, 0, 0)
-        }
-        if refusalLogWindow.logged < Self.refusalLogBurst {
-            refusalLogWindow.logged += 1
-            logger.notice("\(line())", metadata: who)
-        } else {
-            refusalLogWindow.suppressed += 1
-        }
-    }
+    // MARK: - Admission and dispatch
 
     /// A new connection counts against MaxClients= and ClientsPerUID= from
     /// the start, by the uid that made it (SO_PEERCRED), so idle
@@ -260,6 +266,7 @@ final class NameServer {
         return refuse(0, .limit, exceeded.description, request: "connection", who: who)
     }
 
+    /// Admits, checks and parses a request, then hands it to its handler.
     private func handle(_ message: PCPortMessage) -> PCPortMessage? {
         let msgid = message.msgid
         // A record queued before SO_PASSCRED was set on the listening socket
@@ -270,12 +277,9 @@ final class NameServer {
             return reply(msgid, .error(.internal, "no credentials came with the request"))
         }
         var who: Logger.Metadata = ["client": "\(client)", "pid": "\(sender.pid)", "uid": "\(sender.uid)"]
-        if let only = settings.onlyUID {
-            // The sender of this request, and whoever made the connection (SO_PEERCRED).
-            for uid in [sender.uid, message.connectionCredentials?.uid ?? only] where uid != only {
-                return refuse(
-                    msgid, .denied, "this portd serves uid \(only) only, not uid \(uid)", request: "request", who: who)
-            }
+        let anyRequest = RequestAccess.anyRequest(connectorUID: message.connectionCredentials?.uid)
+        if case .deny(let why) = anyRequest.decide(by: Caller(uid: sender.uid, groups: [sender.gid]), under: settings) {
+            return refuse(msgid, .denied, why, request: "request", who: who)
         }
         if let exceeded = registry.admit(client, uid: sender.uid) {
             return refuse(msgid, .limit, exceeded.description, request: "connection", who: who)
@@ -299,9 +303,9 @@ final class NameServer {
                 who: who)
         }
         if let name = request.name { who["name"] = "\(name)" }
+        let groups = groups(of: client, sender: sender, connector: message.connectionCredentials)
         let context = Context(
-            msgid: msgid, client: client, sender: sender,
-            groups: groups(of: client, sender: sender, connector: message.connectionCredentials), who: who,
+            msgid: msgid, client: client, sender: sender, caller: Caller(uid: sender.uid, groups: groups), who: who,
             request: request.verb)
 
         switch request {
@@ -326,30 +330,26 @@ final class NameServer {
     }
 
     /// What every request handler needs to know about its request.
-    private struct Context {
+    struct Context {
         let msgid: UInt32
         let client: ClientID
         let sender: Credentials
-        /// The sender's primary gid and, when the sender is the user who
-        /// made the connection, that process's supplementary groups.
-        let groups: [UInt32]
+        /// The sender's uid and the groups it is judged with.
+        let caller: Caller
         let who: Logger.Metadata
         let request: String
-
-        func may(_ policy: NameServerSettings.Policy, _ name: PortName) -> Bool {
-            policy(name, sender.uid, groups)
-        }
     }
 
     /// The groups a request is judged with: the sender's primary gid
     /// (SCM_CREDENTIALS) and the supplementary groups of the process that
-    /// made the connection (SO_PEERGROUPS, read once per connection), the
-    /// latter only when the sender has the connector's uid: a descriptor
-    /// passed to another user does not carry its maker's groups.
+    /// made the connection (SO_PEERGROUPS, read once per connection and
+    /// kept on the registry's client), the latter only when the sender has
+    /// the connector's uid: a descriptor passed to another user does not
+    /// carry its maker's groups.
     private func groups(of client: ClientID, sender: Credentials, connector: Credentials?) -> [UInt32] {
         guard let connector, connector.uid == sender.uid else { return [sender.gid] }
         let supplementary: [UInt32]
-        if let known = connectionGroups[client] {
+        if let known = registry.supplementaryGroups(of: client) {
             supplementary = known
         } else {
             do {
@@ -358,385 +358,29 @@ final class NameServer {
                 logger.warning("cannot read the groups of client \(client): \(error)", metadata: ["client": "\(client)"])
                 supplementary = []
             }
-            connectionGroups[client] = supplementary
+            registry.setSupplementaryGroups(supplementary, of: client)
         }
         return supplementary.contains(sender.gid) ? supplementary : [sender.gid] + supplementary
     }
 
-    private func refuse(
-        _ msgid: UInt32, _ word: NameServerProtocol.ReplyWord, _ why: String, request: String, who: Logger.Metadata
-    ) -> PCPortMessage {
-        counters.refusals += 1
-        logRefusal("refused \(request): \(why)", who)
-        return reply(msgid, .error(word, why))
-    }
+    // MARK: - Replies and refusals
 
     /// The message of `reply` to the request with `msgid`.
-    private func reply(_ msgid: UInt32, _ reply: Reply) -> PCPortMessage {
+    func reply(_ msgid: UInt32, _ reply: Reply) -> PCPortMessage {
         PCPortMessage(msgid: msgid, reply: reply)
     }
 
-    private func refuse(_ c: Context, _ word: NameServerProtocol.ReplyWord, _ why: String) -> PCPortMessage {
-        refuse(c.msgid, word, why, request: c.request, who: c.who)
-    }
-
-    private func status(_ c: Context) -> PCPortMessage {
-        let uptime = max(0, (MonotonicInstant.now() - startedAt).nanosecondsClamped / 1_000_000)
-        let status = NameServerStatus(
-            version: PortdVersion.current, pid: ownPID, uptimeMilliseconds: UInt64(uptime),
-            names: UInt64(registry.nameCount), clients: UInt64(registry.clientCount), lookups: UInt64(counters.lookups),
-            refusals: UInt64(counters.refusals), declared: UInt64(declared.count))
-        return reply(c.msgid, .status(status))
-    }
-
-    private func register(
-        _ name: PortName, _ options: RegistrationOptions, _ c: Context, notifyPort: SendRight?
+    /// A refusal: counted (STATUS refusals=), logged (at most
+    /// RefusalLog.burst lines a second), and answered with `word`.
+    func refuse(
+        _ msgid: UInt32, _ word: NameServerProtocol.ReplyWord, _ why: String, request: String, who: Logger.Metadata
     ) -> PCPortMessage {
-        if declared[name] != nil {
-            return refuse(c, .denied, "\(name) is a declared port; its service claims it with CHECKIN")
-        }
-        guard c.may(settings.mayRegister, name) else {
-            return refuse(c, .denied, "uid \(c.sender.uid) may not register \(name)")
-        }
-        // The socket comes first, so that a registration never has to be
-        // undone for lack of one; when the name is not granted it goes again.
-        let socket: (fd: Int32, file: PortSocketFile)
-        do {
-            socket = try directory.makeListeningSocket()
-        } catch {
-            logger.error("cannot create a port socket: \(error)", metadata: c.who)
-            return reply(c.msgid, .error(.internal, "portd cannot create the port's socket: \(error)"))
-        }
-        // A client that waited in the queue and now replaces the owner leaves the queue.
-        let queuedTicket = registry.queue(of: name).first { $0.client == c.client }?.ticket
-        let outcome = registry.register(
-            name, client: c.client, credentials: c.sender, options: options, canQueue: notifyPort != nil,
-            now: WallClock.unixMilliseconds())
-        guard case .registered(let change) = outcome else {
-            LocalSocket.close(socket.fd)
-            directory.remove(socket.file)
-            switch outcome {
-            case .queued(let entry, let position):
-                if acquirePorts[entry.ticket] == nil { acquirePorts[entry.ticket] = notifyPort }
-                logger.debug("\(name) queued at position \(position)", metadata: c.who)
-                return reply(c.msgid, .word(.queued))
-            case .alreadyOwned(let owner):
-                return reply(c.msgid, .alreadyOwned(by: owner.process))
-            case .limit(let exceeded):
-                return refuse(c, .limit, exceeded.description)
-            case .registered:
-                preconditionFailure("handled above")
-            }
-        }
-        if let queuedTicket { acquirePorts[queuedTicket] = nil }
-        let listening = SendRight(adopting: socket.fd)  // closes portd's copy once the reply is sent
-        apply(change, requesterSocket: socket.file)  // tells a replaced owner first
-        if let notifyPort { ownerPorts[name] = (c.client, notifyPort) }
-        return reply(c.msgid, .registered(listening: listening))
+        counters.refusals += 1
+        refusalLog.log("refused \(request): \(why)", who)
+        return reply(msgid, .error(word, why))
     }
 
-    private func release(_ name: PortName, _ c: Context) -> PCPortMessage {
-        if declared[name] != nil { return reply(c.msgid, .word(.notOwner)) }
-        switch registry.release(name, client: c.client, now: WallClock.unixMilliseconds()) {
-        case .released(let change):
-            apply(change, requesterSocket: nil)
-            return reply(c.msgid, .word(.released))
-        case .leftQueue(let entry):
-            acquirePorts[entry.ticket] = nil
-            logger.debug("left the queue of \(name)", metadata: c.who)
-            return reply(c.msgid, .word(.released))
-        case .notOwner, .notFound:
-            // Nobody owning the name is not the client owning it either (the contract's two words).
-            return reply(c.msgid, .word(.notOwner))
-        }
-    }
-
-    private func lookUp(_ name: PortName, wait: Duration?, _ c: Context, replyPort: SendRight?) -> PCPortMessage? {
-        counters.lookups += 1
-        guard c.may(settings.mayLookUp, name) else {
-            return refuse(c, .denied, "uid \(c.sender.uid) may not look up \(name)")
-        }
-        if let port = declared[name] {
-            return found(c.msgid, name, file: port.file, owner: Credentials(pid: ownPID, uid: ownUID, gid: 0))
-        }
-        let deadline = wait.map { loop.clock.now() + min($0, settings.maximumLookupWait) }
-        switch registry.lookUp(name, client: c.client, waitUntil: replyPort == nil ? nil : deadline) {
-        case .found(let owner):
-            return found(c.msgid, name, owner: owner.credentials)
-        case .notFound:
-            return reply(c.msgid, .error(.notFound, "no port is registered as \(name)"))
-        case .waiting(let lookup):
-            waitingLookups[lookup.id] = replyPort  // answered later: the reply right stays with us
-            rearmDeadlineTimer()
-            logger.debug("lookup waits for \(name)", metadata: c.who)
-            return nil
-        case .limit(let exceeded):
-            return refuse(c, .limit, exceeded.description)
-        }
-    }
-
-    /// "found", a new connection to the name's port, and its owner.
-    private func found(_ msgid: UInt32, _ name: PortName, file: PortSocketFile? = nil, owner: Credentials) -> PCPortMessage {
-        guard let file = file ?? sockets[name] else {
-            logger.error("\(name) has an owner but no socket file", metadata: ["name": "\(name)"])
-            return reply(msgid, .error(.internal, "\(name) has no socket"))
-        }
-        switch directory.connect(to: file) {
-        case .connected(let fd):
-            return reply(msgid, .found(SendRight(adopting: fd), owner: .init(pid: owner.pid, uid: owner.uid)))
-        case .backlogFull:
-            return refuse(
-                msgid, .limit, "the port \(name) accepts no more connections now (backlog full)", request: "LOOKUP",
-                who: ["name": "\(name)"])
-        case .refused:
-            return reply(msgid, .error(.notFound, "the owner of \(name) no longer listens on it"))
-        case .failed(let error):
-            logger.error("cannot connect to \(name): \(error)", metadata: ["name": "\(name)"])
-            return reply(msgid, .error(.internal, "portd cannot connect to \(name): \(error)"))
-        }
-    }
-
-    private func watch(_ name: PortName?, _ c: Context, watcherPort: SendRight) -> PCPortMessage {
-        if let name, !c.may(settings.mayLookUp, name) {
-            return refuse(c, .denied, "uid \(c.sender.uid) may not watch \(name)")
-        }
-        switch registry.watch(name, client: c.client) {
-        case .success(let id):
-            watchers[id] = (watcherPort, c.sender, c.groups)
-            return reply(c.msgid, .word(.watching))
-        case .failure(let exceeded):
-            return refuse(c, .limit, exceeded.description)
-        }
-    }
-
-    /// "ok" and one line per name after `after` the client may look up, as
-    /// many as fit in one record of at most PortLimits.default.maxComponents
-    /// components; "more" at the end when some did not (the client asks
-    /// again with after=LAST-NAME).
-    private func list(after: PortName?, _ c: Context) -> PCPortMessage {
-        var entries: [(PortName, NameEntry)] = []
-        for entry in registry.listing() where after.map({ entry.name > $0 }) ?? true && c.may(settings.mayLookUp, entry.name) {
-            let o = entry.owner
-            entries.append(
-                (entry.name, NameEntry(
-                    name: entry.name.value, owner: o.process, sinceMilliseconds: o.sinceMilliseconds,
-                    queuedCount: entry.queued)))
-        }
-        for d in declared.all where after.map({ d.name > $0 }) ?? true && c.may(settings.mayLookUp, d.name) {
-            entries.append(
-                (d.name, NameEntry(
-                    name: d.name.value, owner: .init(pid: ownPID, uid: ownUID), sinceMilliseconds: d.sinceMilliseconds,
-                    queuedCount: 0)))
-        }
-        entries.sort { $0.0 < $1.0 }
-        // Header, table and data must fit in one record, with room for the
-        // continuation word (NameServerProtocol.listContinues).
-        let room = Self.controlPortLimits.maxRecordSize - WireFormat.headerSize - 2 * WireFormat.entrySize - 6
-        var lines: [String] = []
-        var more = false
-        var size = 0
-        for (_, entry) in entries {
-            let line = entry.listLine
-            let cost = WireFormat.entrySize + line.utf8.count
-            // Components are capped at what a client decodes by default
-            // (PortLimits.default), not at what portd itself accepts; the
-            // word takes one.
-            if size + cost > room || lines.count + 2 >= PortLimits.default.maxComponents {
-                more = true
-                break
-            }
-            size += cost
-            lines.append(line)
-        }
-        return reply(c.msgid, .list(lines: lines, more: more))
-    }
-
-    private func owner(_ name: PortName, _ c: Context) -> PCPortMessage {
-        guard c.may(settings.mayLookUp, name) else {
-            return refuse(c, .denied, "uid \(c.sender.uid) may not look up \(name)")
-        }
-        if let d = declared[name] {
-            let owner = NameOwner(
-                name: name.value, owner: .init(pid: ownPID, uid: ownUID), sinceMilliseconds: d.sinceMilliseconds, queued: [])
-            return reply(c.msgid, .owner(owner))
-        }
-        guard let owner = registry.owner(of: name) else {
-            return reply(c.msgid, .error(.notFound, "no port is registered as \(name)"))
-        }
-        let reported = NameOwner(
-            name: name.value, owner: owner.process, sinceMilliseconds: owner.sinceMilliseconds,
-            queued: registry.queue(of: name).map(\.process))
-        return reply(c.msgid, .owner(reported))
-    }
-
-    private func checkIn(_ name: PortName, _ c: Context) -> PCPortMessage {
-        guard let port = declared[name] else { return reply(c.msgid, .word(.notDeclared)) }
-        guard port.checkInUIDs.contains(c.sender.uid) || c.groups.contains(where: port.checkInGIDs.contains) else {
-            return refuse(c, .denied, "uid \(c.sender.uid) may not check in for \(name)")
-        }
-        declared.recordCheckIn(name)
-        activator.checkedIn(name, by: c.client)
-        logger.info("service checked in for \(name) (check-in \(port.checkIns + 1))", metadata: c.who)
-        return reply(c.msgid, .checkedIn(listening: port.listening))
-    }
-
-    // MARK: - Consequences
-
-    /// Carries out one owner change: the old owner's socket file goes; the
-    /// new owner gets its socket (the requester's, made by the caller, or a
-    /// new one sent to a promoted queued owner); watchers are told; lookups
-    /// waiting for the name are answered. A promoted owner that cannot be
-    /// reached loses the name in turn (a further change, applied here too).
-    private func apply(_ first: OwnerChange, requesterSocket: PortSocketFile?) {
-        var changes = [first]
-        var socketForNew = requesterSocket
-        while !changes.isEmpty {
-            let change = changes.removeFirst()
-            let name = change.name
-            if change.old != nil, let file = sockets.removeValue(forKey: name) { directory.remove(file) }
-            if let old = change.old, let lost = ownerPorts[name], lost.client == old.client {
-                ownerPorts[name] = nil
-                if change.kind == .replaced, let new = change.new {
-                    let message = PCPortMessage(notification: .lost(name: name.value, to: new.process))
-                    _ = send(message, to: lost.port, what: "NAME_LOST for \(name)")
-                }
-            }
-            var unreachable: NameOwnership?
-            if let new = change.new {
-                if let file = socketForNew {
-                    sockets[name] = file
-                } else if let file = handOver(name, to: new) {
-                    sockets[name] = file
-                } else {
-                    unreachable = new
-                }
-            }
-            socketForNew = nil
-            log(change)
-            tellWatchers(change)
-            for lookup in change.answeredLookups {
-                guard let reply = waitingLookups.removeValue(forKey: lookup.id) else { continue }
-                let answer = found(NameServerProtocol.MessageID.lookup, name, owner: change.new!.credentials)
-                send(answer, to: reply, what: "the answer to a waiting lookup of \(name)")
-            }
-            if let unreachable,
-                case .released(let next) = registry.release(
-                    name, client: unreachable.client, now: WallClock.unixMilliseconds())
-            {
-                changes.append(next)
-            }
-        }
-        rearmDeadlineTimer()
-    }
-
-    /// Sends NAME_ACQUIRED with a new listening socket to a queued owner
-    /// that just got `name`; returns the socket file, or nil when the owner
-    /// cannot be reached (no port, port gone, queue full).
-    private func handOver(_ name: PortName, to owner: NameOwnership) -> PortSocketFile? {
-        let metadata: Logger.Metadata = [
-            "name": "\(name)", "client": "\(owner.client)", "pid": "\(owner.credentials.pid)",
-            "uid": "\(owner.credentials.uid)",
-        ]
-        guard let notifyPort = acquirePorts.removeValue(forKey: owner.ticket) else {
-            logger.warning("the next owner of \(name) left no port to tell; passing it on", metadata: metadata)
-            return nil
-        }
-        let socket: (fd: Int32, file: PortSocketFile)
-        do {
-            socket = try directory.makeListeningSocket()
-        } catch {
-            logger.error("cannot create a port socket for \(name): \(error)", metadata: metadata)
-            return nil
-        }
-        let message = PCPortMessage(notification: .acquired(name: name.value, listening: SendRight(adopting: socket.fd)))
-        if send(message, to: notifyPort, what: "NAME_ACQUIRED for \(name)") {
-            ownerPorts[name] = (owner.client, notifyPort)
-            return socket.file
-        }
-        directory.remove(socket.file)
-        return nil
-    }
-
-    private func tellWatchers(_ change: OwnerChange) {
-        var event: PCPortMessage?
-        for id in change.watchers {
-            guard let watcher = watchers[id] else { continue }
-            if !settings.mayLookUp(change.name, watcher.who.uid, watcher.groups) { continue }
-            let message = event ?? PCPortMessage(notification: .ownerChanged(change.reported))
-            event = message
-            if !send(message, to: watcher.port, what: "NAME_OWNER_CHANGED for \(change.name)") {
-                watchers[id] = nil
-                registry.unwatch(id)
-                logger.notice(
-                    "watch ended: the watcher's port is gone or full",
-                    metadata: ["pid": "\(watcher.who.pid)", "uid": "\(watcher.who.uid)"])
-            }
-        }
-    }
-
-    /// Sends without waiting; false (logged) when the receiver is gone or full.
-    @discardableResult
-    private func send(_ message: PCPortMessage, to right: SendRight, what: String) -> Bool {
-        do {
-            switch try right.send(message, timeout: .zero) {
-            case .sent:
-                return true
-            case .timedOut:
-                logger.notice("not sent: \(what): the receiver's queue is full")
-            case .receiverGone:
-                logger.debug("not sent: \(what): the receiver is gone")
-            }
-        } catch {
-            logger.notice("not sent: \(what): \(error)")
-        }
-        return false
-    }
-
-    private func log(_ change: OwnerChange) {
-        var metadata: Logger.Metadata = ["name": "\(change.name)", "event": "\(change.kind.rawValue)"]
-        if let old = change.old { metadata["old_pid"] = "\(old.credentials.pid)" }
-        if let new = change.new { metadata["new_pid"] = "\(new.credentials.pid)"; metadata["new_uid"] = "\(new.credentials.uid)" }
-        logger.debug("\(change.name) \(change.kind.rawValue)", metadata: metadata)
-    }
-
-    // MARK: - Clients that go, lookups that expire
-
-    private func clientGone(_ client: ClientID) {
-        activator.clientGone(client)
-        connectionGroups[client] = nil
-        let removal = registry.removeClient(client, now: WallClock.unixMilliseconds())
-        for ticket in removal.queuedTickets { acquirePorts[ticket] = nil }
-        for id in removal.watches { watchers[id] = nil }
-        for lookup in removal.lookups { waitingLookups[lookup.id] = nil }
-        logger.debug(
-            "client gone", metadata: ["client": "\(client)", "released": "\(removal.changes.count)"])
-        for change in removal.changes { apply(change, requesterSocket: nil) }
-        rearmDeadlineTimer()
-    }
-
-    /// Keeps one timer armed for the earliest deadline of a waiting lookup.
-    private func rearmDeadlineTimer() {
-        let next = registry.nextLookupDeadline
-        if deadlineTimer?.fireAt == next { return }
-        deadlineTimer?.timer.invalidate()
-        deadlineTimer = nil
-        guard let next else { return }
-        let timer = PCTimer(fireAt: next) { [unowned self] _ in
-            self.deadlineTimer = nil
-            self.expireLookups()
-        }
-        loop.add(timer, forMode: mode)
-        deadlineTimer = (timer, next)
-    }
-
-    private func expireLookups() {
-        for lookup in registry.expireLookups(now: loop.clock.now()) {
-            guard let reply = waitingLookups.removeValue(forKey: lookup.id) else { continue }
-            let timeout = Reply.error(.timeout, "no port was registered as \(lookup.name) in time")
-            send(
-                PCPortMessage(msgid: NameServerProtocol.MessageID.lookup, reply: timeout), to: reply,
-                what: "the timeout of a lookup of \(lookup.name)")
-        }
-        rearmDeadlineTimer()
+    func refuse(_ c: Context, _ word: NameServerProtocol.ReplyWord, _ why: String) -> PCPortMessage {
+        refuse(c.msgid, word, why, request: c.request, who: c.who)
     }
 }

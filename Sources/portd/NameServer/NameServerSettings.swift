@@ -6,9 +6,10 @@
 //
 // This is the seam where portd.conf(5) is wired in: whoever parses the
 // configuration fills one of these; the name server never reads files.
-// The policy closures are pure decisions on (name, uid, gids); they are
-// called on the daemon's loop thread for every REGISTER, LOOKUP, OWNER,
-// WATCH and LIST entry, so they must be quick and must not block.
+// The policy closures are pure decisions on (name, uid, gids), called only
+// by RequestAccess (the name server's one access decision) on the daemon's
+// loop thread for every REGISTER, LOOKUP, OWNER, WATCH, LIST entry and
+// watcher's event, so they must be quick and must not block.
 
 import PortCore
 
@@ -38,7 +39,7 @@ struct NameServerSettings: Sendable {
     var mayRegister: Policy = { _, _, _ in true }
     /// Who may LOOKUP, OWNER or WATCH a name, or see it in LIST.
     var mayLookUp: Policy = { _, _, _ in true }
-    var limits = NameRegistry.Limits()
+    var limits = NameRegistryLimits()
     /// The largest request accepted, in bytes of component data (names are
     /// at most 200 bytes; a request is a few words).
     var maximumRequestBytes = 4096

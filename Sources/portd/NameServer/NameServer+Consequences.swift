@@ -1,0 +1,171 @@
+// NameServer+Consequences: what a decision of the registry entails beyond
+// the reply, carried out in the pass that made it: an owner change
+// (`apply`) removes the old owner's socket file, tells a replaced owner
+// (NAME_LOST), gives the new owner its socket (the requester's, or a new
+// one sent to a promoted queued owner with NAME_ACQUIRED), tells the
+// watchers (NAME_OWNER_CHANGED) and answers the lookups waiting for the
+// name; a client that goes releases everything it held; waiting lookups
+// time out on one timer armed for the earliest deadline.
+//
+// Invariants: every port a consequence uses hangs on the registry's record
+// it concerns (NameServer.Handles), so a record the registry dropped has no
+// port left to use; every send is without waiting (zero timeout) and its
+// failure is logged, never fatal; a promoted owner that cannot be reached
+// loses the name in turn, as a further change applied here too.
+
+import Logging
+import PortCore
+
+extension NameServer {
+    /// Carries out one owner change: the old owner's socket file goes; the
+    /// new owner gets its socket (the requester's, made by the caller, or a
+    /// new one sent to a promoted queued owner); watchers are told; lookups
+    /// waiting for the name are answered. A promoted owner that cannot be
+    /// reached loses the name in turn (a further change, applied here too).
+    func apply(_ first: OwnerChange, requesterSocket: PortSocketFile?) {
+        var changes = [first]
+        var socketForNew = requesterSocket
+        while !changes.isEmpty {
+            let change = changes.removeFirst()
+            let name = change.name
+            if let old = change.old {
+                if let file = old.handle.socket { directory.remove(file) }
+                if change.kind == .replaced, let new = change.new, let lost = old.handle.port {
+                    let message = PCPortMessage(notification: .lost(name: name.value, to: new.process))
+                    send(message, to: lost, what: "NAME_LOST for \(name)")
+                }
+            }
+            var unreachable: Registry.Ownership?
+            if let new = change.new {
+                if let file = socketForNew ?? handOver(name, to: new) {
+                    registry.updateOwner(of: name, ticket: new.ticket) { $0.socket = file }
+                } else {
+                    unreachable = new
+                }
+            }
+            socketForNew = nil
+            log(change)
+            tellWatchers(change)
+            for lookup in change.answeredLookups {
+                let answer = found(NameServerProtocol.MessageID.lookup, name, owner: change.new!.credentials)
+                send(answer, to: lookup.handle, what: "the answer to a waiting lookup of \(name)")
+            }
+            if let unreachable,
+                case .released(let next) = registry.release(
+                    name, client: unreachable.client, now: WallClock.unixMilliseconds())
+            {
+                changes.append(next)
+            }
+        }
+        rearmDeadlineTimer()
+    }
+
+    /// Sends NAME_ACQUIRED with a new listening socket to a queued owner
+    /// that just got `name`; returns the socket file, or nil when the owner
+    /// cannot be reached (no port, port gone, queue full).
+    private func handOver(_ name: PortName, to owner: Registry.Ownership) -> PortSocketFile? {
+        let metadata: Logger.Metadata = [
+            "name": "\(name)", "client": "\(owner.client)", "pid": "\(owner.credentials.pid)",
+            "uid": "\(owner.credentials.uid)",
+        ]
+        guard let notifyPort = owner.handle.port else {
+            logger.warning("the next owner of \(name) left no port to tell; passing it on", metadata: metadata)
+            return nil
+        }
+        let socket: (fd: Int32, file: PortSocketFile)
+        do {
+            socket = try directory.makeListeningSocket()
+        } catch {
+            logger.error("cannot create a port socket for \(name): \(error)", metadata: metadata)
+            return nil
+        }
+        let message = PCPortMessage(notification: .acquired(name: name.value, listening: SendRight(adopting: socket.fd)))
+        if send(message, to: notifyPort, what: "NAME_ACQUIRED for \(name)") { return socket.file }
+        directory.remove(socket.file)
+        return nil
+    }
+
+    /// NAME_OWNER_CHANGED to every watcher of the change that may see the
+    /// name; a watcher whose port is gone or full stops watching.
+    private func tellWatchers(_ change: OwnerChange) {
+        var event: PCPortMessage?
+        // A watch that ended while an earlier change of the same batch was
+        // told (its port gone or full) is not tried again.
+        for watch in change.watchers where registry.isWatching(watch.id) {
+            let watcher = watch.handle
+            if RequestAccess.see(change.name).decide(by: watcher.caller, under: settings) != .allow { continue }
+            let message = event ?? PCPortMessage(notification: .ownerChanged(change.reported))
+            event = message
+            if !send(message, to: watcher.port, what: "NAME_OWNER_CHANGED for \(change.name)") {
+                registry.unwatch(watch.id)
+                logger.notice(
+                    "watch ended: the watcher's port is gone or full",
+                    metadata: ["pid": "\(watcher.credentials.pid)", "uid": "\(watcher.credentials.uid)"])
+            }
+        }
+    }
+
+    /// Sends without waiting; false (logged) when the receiver is gone or full.
+    @discardableResult
+    private func send(_ message: PCPortMessage, to right: SendRight, what: String) -> Bool {
+        do {
+            switch try right.send(message, timeout: .zero) {
+            case .sent:
+                return true
+            case .timedOut:
+                logger.notice("not sent: \(what): the receiver's queue is full")
+            case .receiverGone:
+                logger.debug("not sent: \(what): the receiver is gone")
+            }
+        } catch {
+            logger.notice("not sent: \(what): \(error)")
+        }
+        return false
+    }
+
+    private func log(_ change: OwnerChange) {
+        var metadata: Logger.Metadata = ["name": "\(change.name)", "event": "\(change.kind.rawValue)"]
+        if let old = change.old { metadata["old_pid"] = "\(old.credentials.pid)" }
+        if let new = change.new { metadata["new_pid"] = "\(new.credentials.pid)"; metadata["new_uid"] = "\(new.credentials.uid)" }
+        logger.debug("\(change.name) \(change.kind.rawValue)", metadata: metadata)
+    }
+
+    // MARK: - Clients that go, lookups that expire
+
+    /// A connection closed: everything it held goes (with its handles), and
+    /// each name it owned changes owner.
+    func clientGone(_ client: ClientID) {
+        activator.clientGone(client)
+        let removal = registry.removeClient(client, now: WallClock.unixMilliseconds())
+        logger.debug(
+            "client gone", metadata: ["client": "\(client)", "released": "\(removal.changes.count)"])
+        for change in removal.changes { apply(change, requesterSocket: nil) }
+        rearmDeadlineTimer()
+    }
+
+    /// Keeps one timer armed for the earliest deadline of a waiting lookup.
+    func rearmDeadlineTimer() {
+        let next = registry.nextLookupDeadline
+        if deadlineTimer?.fireAt == next { return }
+        deadlineTimer?.timer.invalidate()
+        deadlineTimer = nil
+        guard let next else { return }
+        let timer = PCTimer(fireAt: next) { [unowned self] _ in
+            self.deadlineTimer = nil
+            self.expireLookups()
+        }
+        loop.add(timer, forMode: mode)
+        deadlineTimer = (timer, next)
+    }
+
+    /// Answers "timeout" to every lookup whose deadline passed.
+    private func expireLookups() {
+        for lookup in registry.expireLookups(now: loop.clock.now()) {
+            let timeout = Reply.error(.timeout, "no port was registered as \(lookup.name) in time")
+            send(
+                PCPortMessage(msgid: NameServerProtocol.MessageID.lookup, reply: timeout), to: lookup.handle,
+                what: "the timeout of a lookup of \(lookup.name)")
+        }
+        rearmDeadlineTimer()
+    }
+}

@@ -1,0 +1,211 @@
+// NameServer+Requests: one handler per request of portd-protocol(7)
+// (STATUS, REGISTER, RELEASE, LOOKUP, WATCH, LIST, OWNER, CHECKIN). Each
+// asks RequestAccess whether the caller may, asks the registry, hangs what
+// it will need later on the registry's record (an owner's port, a
+// watcher's port, a waiting lookup's reply port), builds its reply with the
+// protocol's vocabulary, and leaves what the decision entails beyond the
+// reply to the consequences (NameServer+Consequences: `apply`).
+//
+// Invariants: a handler answers with exactly one reply, except a LOOKUP
+// that waits (answered later, by `apply` or `expireLookups`); a refusal is
+// counted and logged through `refuse`; nothing here blocks.
+
+import Logging
+import PortCore
+
+extension NameServer {
+    /// Decides `access` for the request in `c`; the refusal to send when it is denied.
+    private func refusal(_ access: RequestAccess, _ c: Context) -> PCPortMessage? {
+        guard case .deny(let why) = access.decide(by: c.caller, under: settings) else { return nil }
+        return refuse(c, .denied, why)
+    }
+
+    /// Whether the caller may see `name` (in LIST).
+    private func maySee(_ name: PortName, _ c: Context) -> Bool {
+        RequestAccess.see(name).decide(by: c.caller, under: settings) == .allow
+    }
+
+    func status(_ c: Context) -> PCPortMessage {
+        let uptime = max(0, (MonotonicInstant.now() - startedAt).nanosecondsClamped / 1_000_000)
+        let status = NameServerStatus(
+            version: PortdVersion.current, pid: ownPID, uptimeMilliseconds: UInt64(uptime),
+            names: UInt64(registry.nameCount), clients: UInt64(registry.clientCount), lookups: UInt64(counters.lookups),
+            refusals: UInt64(counters.refusals), declared: UInt64(declared.count))
+        return reply(c.msgid, .status(status))
+    }
+
+    func register(
+        _ name: PortName, _ options: RegistrationOptions, _ c: Context, notifyPort: SendRight?
+    ) -> PCPortMessage {
+        if let refused = refusal(.register(name, declared: declared[name] != nil), c) { return refused }
+        // The socket comes first, so that a registration never has to be
+        // undone for lack of one; when the name is not granted it goes again.
+        let socket: (fd: Int32, file: PortSocketFile)
+        do {
+            socket = try directory.makeListeningSocket()
+        } catch {
+            logger.error("cannot create a port socket: \(error)", metadata: c.who)
+            return reply(c.msgid, .error(.internal, "portd cannot create the port's socket: \(error)"))
+        }
+        let outcome = registry.register(
+            name, client: c.client, credentials: c.sender, options: options, canQueue: notifyPort != nil,
+            now: WallClock.unixMilliseconds(), handle: Handles.Owner(port: notifyPort))
+        guard case .registered(let change) = outcome else {
+            LocalSocket.close(socket.fd)
+            directory.remove(socket.file)
+            switch outcome {
+            case .queued(_, let position):
+                logger.debug("\(name) queued at position \(position)", metadata: c.who)
+                return reply(c.msgid, .word(.queued))
+            case .alreadyOwned(let owner):
+                return reply(c.msgid, .alreadyOwned(by: owner.process))
+            case .limit(let exceeded):
+                return refuse(c, .limit, exceeded.description)
+            case .registered:
+                preconditionFailure("handled above")
+            }
+        }
+        let listening = SendRight(adopting: socket.fd)  // closes portd's copy once the reply is sent
+        apply(change, requesterSocket: socket.file)  // tells a replaced owner first
+        return reply(c.msgid, .registered(listening: listening))
+    }
+
+    func release(_ name: PortName, _ c: Context) -> PCPortMessage {
+        if declared[name] != nil { return reply(c.msgid, .word(.notOwner)) }
+        switch registry.release(name, client: c.client, now: WallClock.unixMilliseconds()) {
+        case .released(let change):
+            apply(change, requesterSocket: nil)
+            return reply(c.msgid, .word(.released))
+        case .leftQueue:
+            logger.debug("left the queue of \(name)", metadata: c.who)
+            return reply(c.msgid, .word(.released))
+        case .notOwner, .notFound:
+            // Nobody owning the name is not the client owning it either (the contract's two words).
+            return reply(c.msgid, .word(.notOwner))
+        }
+    }
+
+    func lookUp(_ name: PortName, wait: Duration?, _ c: Context, replyPort: SendRight?) -> PCPortMessage? {
+        counters.lookups += 1
+        if let refused = refusal(.lookUp(name), c) { return refused }
+        if let port = declared[name] {
+            return found(c.msgid, name, file: port.file, owner: Credentials(pid: ownPID, uid: ownUID, gid: 0))
+        }
+        let deadline = wait.map { loop.clock.now() + min($0, settings.maximumLookupWait) }
+        // Only a request that expects a reply can wait for one later.
+        let waiting = replyPort.flatMap { port in deadline.map { (deadline: $0, handle: port) } }
+        switch registry.lookUp(name, client: c.client, waitUntil: waiting) {
+        case .found(let owner):
+            return found(c.msgid, name, owner: owner.credentials)
+        case .notFound:
+            return reply(c.msgid, .error(.notFound, "no port is registered as \(name)"))
+        case .waiting:
+            // Answered later: the reply right hangs on the registry's lookup.
+            rearmDeadlineTimer()
+            logger.debug("lookup waits for \(name)", metadata: c.who)
+            return nil
+        case .limit(let exceeded):
+            return refuse(c, .limit, exceeded.description)
+        }
+    }
+
+    /// "found", a new connection to the name's port (its owner's socket
+    /// file, or `file`), and its owner.
+    func found(_ msgid: UInt32, _ name: PortName, file: PortSocketFile? = nil, owner: Credentials) -> PCPortMessage {
+        guard let file = file ?? registry.owner(of: name)?.handle.socket else {
+            logger.error("\(name) has an owner but no socket file", metadata: ["name": "\(name)"])
+            return reply(msgid, .error(.internal, "\(name) has no socket"))
+        }
+        switch directory.connect(to: file) {
+        case .connected(let fd):
+            return reply(msgid, .found(SendRight(adopting: fd), owner: .init(pid: owner.pid, uid: owner.uid)))
+        case .backlogFull:
+            return refuse(
+                msgid, .limit, "the port \(name) accepts no more connections now (backlog full)", request: "LOOKUP",
+                who: ["name": "\(name)"])
+        case .refused:
+            return reply(msgid, .error(.notFound, "the owner of \(name) no longer listens on it"))
+        case .failed(let error):
+            logger.error("cannot connect to \(name): \(error)", metadata: ["name": "\(name)"])
+            return reply(msgid, .error(.internal, "portd cannot connect to \(name): \(error)"))
+        }
+    }
+
+    func watch(_ name: PortName?, _ c: Context, watcherPort: SendRight) -> PCPortMessage {
+        if let refused = refusal(.watch(name), c) { return refused }
+        let watcher = Handles.Watcher(port: watcherPort, caller: c.caller, credentials: c.sender)
+        switch registry.watch(name, client: c.client, handle: watcher) {
+        case .success:
+            return reply(c.msgid, .word(.watching))
+        case .failure(let exceeded):
+            return refuse(c, .limit, exceeded.description)
+        }
+    }
+
+    /// "ok" and one line per name after `after` the client may look up, as
+    /// many as fit in one record of at most PortLimits.default.maxComponents
+    /// components; the continuation word at the end when some did not (the
+    /// client asks again after the last name).
+    func list(after: PortName?, _ c: Context) -> PCPortMessage {
+        var entries: [(PortName, NameEntry)] = []
+        for entry in registry.listing() where after.map({ entry.name > $0 }) ?? true && maySee(entry.name, c) {
+            let o = entry.owner
+            entries.append(
+                (entry.name, NameEntry(
+                    name: entry.name.value, owner: o.process, sinceMilliseconds: o.sinceMilliseconds,
+                    queuedCount: entry.queued)))
+        }
+        for d in declared.all where after.map({ d.name > $0 }) ?? true && maySee(d.name, c) {
+            entries.append(
+                (d.name, NameEntry(
+                    name: d.name.value, owner: .init(pid: ownPID, uid: ownUID), sinceMilliseconds: d.sinceMilliseconds,
+                    queuedCount: 0)))
+        }
+        entries.sort { $0.0 < $1.0 }
+        // Header, table and data must fit in one record, with room for the
+        // continuation word (NameServerProtocol.listContinues).
+        let room = Self.controlPortLimits.maxRecordSize - WireFormat.headerSize - 2 * WireFormat.entrySize - 6
+        var lines: [String] = []
+        var more = false
+        var size = 0
+        for (_, entry) in entries {
+            let line = entry.listLine
+            let cost = WireFormat.entrySize + line.utf8.count
+            // Components are capped at what a client decodes by default
+            // (PortLimits.default), not at what portd itself accepts; the
+            // word takes one.
+            if size + cost > room || lines.count + 2 >= PortLimits.default.maxComponents {
+                more = true
+                break
+            }
+            size += cost
+            lines.append(line)
+        }
+        return reply(c.msgid, .list(lines: lines, more: more))
+    }
+
+    func owner(_ name: PortName, _ c: Context) -> PCPortMessage {
+        if let refused = refusal(.lookUp(name), c) { return refused }
+        if let d = declared[name] {
+            let owner = NameOwner(
+                name: name.value, owner: .init(pid: ownPID, uid: ownUID), sinceMilliseconds: d.sinceMilliseconds, queued: [])
+            return reply(c.msgid, .owner(owner))
+        }
+        guard let owner = registry.owner(of: name) else {
+            return reply(c.msgid, .error(.notFound, "no port is registered as \(name)"))
+        }
+        let reported = NameOwner(
+            name: name.value, owner: owner.process, sinceMilliseconds: owner.sinceMilliseconds,
+            queued: registry.queue(of: name).map(\.process))
+        return reply(c.msgid, .owner(reported))
+    }
+
+    func checkIn(_ name: PortName, _ c: Context) -> PCPortMessage {
+        guard let port = declared[name] else { return reply(c.msgid, .word(.notDeclared)) }
+        if let refused = refusal(.checkIn(name, uids: port.checkInUIDs, gids: port.checkInGIDs), c) { return refused }
+        declared.recordCheckIn(name)
+        activator.checkedIn(name, by: c.client)
+        logger.info("service checked in for \(name) (check-in \(port.checkIns + 1))", metadata: c.who)
+        return reply(c.msgid, .checkedIn(listening: port.listening))
+    }
+}
