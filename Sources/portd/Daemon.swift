@@ -53,7 +53,7 @@ final class Daemon {
                 controlDescriptor: setup.listener.handOverDescriptor(), directory: setup.portDirectory,
                 settings: setup.settings, logger: logger, loop: loop, startedAt: setup.startedAt,
                 restored: setup.restoredDeclaredPorts, clearStored: setup.clearStoredDeclaredPorts,
-                store: setup.notifier)
+                store: setup.notifier, unitStarter: SystemctlUnitStarter(userInstance: setup.settings.onlyUID != nil))
         } catch {
             logger.critical("cannot start the name server: \(error)")
             return 1

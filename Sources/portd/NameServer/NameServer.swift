@@ -108,12 +108,14 @@ final class NameServer {
     /// ownership) on `loop` in `mode` once `start()` is called. Creates
     /// the declared ports, taking the sockets in `restored` (passed back by
     /// the service manager, by port name) for theirs, and hands each to
-    /// `store`.
+    /// `store`. Units of declared ports with Unit= are started through
+    /// `unitStarter` (nil: SystemctlUnitStarter, `--user` for a per-user
+    /// instance; portd passes it, hosted tests take the default).
     init(
         controlDescriptor: Int32, directory: PortDirectory, settings: NameServerSettings, logger: Logger,
         loop: PCRunLoop, mode: PCRunLoop.Mode = .default, startedAt: MonotonicInstant = .now(),
         restored: [String: DeclaredPorts.Restored] = [:], clearStored: Set<String> = [],
-        store: DeclaredPortStore? = nil
+        store: DeclaredPortStore? = nil, unitStarter: (any UnitStarter)? = nil
     ) throws(SystemCallError) {
         self.settings = settings
         self.logger = logger
@@ -129,7 +131,7 @@ final class NameServer {
         self.activator = PortActivator(
             loop: loop, mode: mode, logger: logger,
             controlSocketPath: (try? UnixSocket.boundPath(controlDescriptor)).flatMap { $0 } ?? "",
-            userInstance: settings.onlyUID != nil)
+            unitStarter: unitStarter ?? SystemctlUnitStarter(userInstance: settings.onlyUID != nil))
         self.declared = DeclaredPorts(in: directory)
         // Entries of the store that were bad or extra go first; the socket
         // in use is stored again below.

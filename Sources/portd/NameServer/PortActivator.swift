@@ -8,9 +8,10 @@
 //     `/bin/sh -c 'export LISTEN_PID=$$; exec "$0" "$@"'` wrapper, as
 //     `portctl register` does) and PORTD_SOCKET, so it may also CHECKIN;
 //     its exit is seen through a pidfd on the run loop, and reaped there.
-//   - Unit=: portd runs `systemctl start --no-block UNIT` (`--user` for
-//     the per-user instance; systemctl found in PATH) and waits for the
-//     unit's service to check in.
+//   - Unit=: portd asks the service manager to start UNIT (its
+//     `UnitStarter`: `systemctl start --no-block UNIT`, from
+//     Systemd/SystemctlUnitStarter), sees that request's process exit on
+//     the run loop, and waits for the unit's service to check in.
 // A port has a service while a command portd started runs, while a client
 // connection that checked in for it stays open, or, for Unit=, until the
 // unit checks in or `checkInWait` passes. Only without one is the socket
@@ -32,6 +33,13 @@
 import Logging
 import PortActivation
 import PortCore
+
+/// Asks the service manager to start a unit (Unit=): the process that
+/// asks, whose exit the activator watches and reaps.
+protocol UnitStarter {
+    /// Starts the request for `unit` with `environment`; returns its pid.
+    func start(unit: String, environment: [String]) throws(SystemCallError) -> Int32
+}
 
 final class PortActivator {
     /// How a declared port's service is started.
@@ -85,14 +93,16 @@ final class PortActivator {
     private let mode: PCRunLoop.Mode
     private let logger: Logger
     private let controlSocketPath: String
-    private let userInstance: Bool
+    private let unitStarter: any UnitStarter
 
-    init(loop: PCRunLoop, mode: PCRunLoop.Mode, logger: Logger, controlSocketPath: String, userInstance: Bool) {
+    init(
+        loop: PCRunLoop, mode: PCRunLoop.Mode, logger: Logger, controlSocketPath: String, unitStarter: any UnitStarter
+    ) {
         self.loop = loop
         self.mode = mode
         self.logger = logger
         self.controlSocketPath = controlSocketPath
-        self.userInstance = userInstance
+        self.unitStarter = unitStarter
     }
 
     /// Follows the declared ports: `ports` maps each port with Exec= or
@@ -211,8 +221,7 @@ final class PortActivator {
                 e.child = try watchExit(of: pid, name: name)
                 logger.info("started \(command[0]) (pid \(pid)) for declared port \(name)", metadata: meta)
             case .unit(let unit):
-                let systemctl = ["systemctl"] + (userInstance ? ["--user"] : []) + ["start", "--no-block", unit]
-                let pid = try start(systemctl, listening: nil, name: name)
+                let pid = try unitStarter.start(unit: unit, environment: environment(for: name).filter { !$0.hasPrefix("LISTEN_") })
                 e.child = try watchExit(of: pid, name: name)
                 e.awaitingCheckInUntil = loop.clock.now() + Self.checkInWait
                 logger.info("asked the service manager to start \(unit) for declared port \(name)", metadata: meta)
@@ -225,18 +234,21 @@ final class PortActivator {
         evaluate(name)
     }
 
-    /// Spawns `command`; with `listening`, passed the way socket activation
-    /// does (SocketActivationLaunch.start). The socket stays non-blocking: its file
-    /// description is shared with portd and with services that check in.
-    private func start(_ command: [String], listening: Int32?, name: PortName) throws(SystemCallError) -> Int32 {
+    /// The environment of what portd starts for `name`: its own, without
+    /// the service manager's notification and watchdog variables, with
+    /// PORTD_SOCKET (so the service may CHECKIN) and PORTD_PORT_NAME.
+    private func environment(for name: PortName) -> [String] {
         let inherited = Spawn.currentEnvironment.filter { variable in
             !["NOTIFY_SOCKET=", "WATCHDOG_", "PORTD_SOCKET="].contains { variable.hasPrefix($0) }
         }
-        let environment = inherited + ["PORTD_SOCKET=\(controlSocketPath)", "PORTD_PORT_NAME=\(name)"]
-        guard let listening else {
-            return try Spawn.start(command, environment: environment.filter { !$0.hasPrefix("LISTEN_") })
-        }
-        return try SocketActivationLaunch.start(command, listening: listening, name: name.value, environment: environment)
+        return inherited + ["PORTD_SOCKET=\(controlSocketPath)", "PORTD_PORT_NAME=\(name)"]
+    }
+
+    /// Spawns `command` with `listening` passed the way socket activation
+    /// does (SocketActivationLaunch.start). The socket stays non-blocking: its file
+    /// description is shared with portd and with services that check in.
+    private func start(_ command: [String], listening: Int32, name: PortName) throws(SystemCallError) -> Int32 {
+        try SocketActivationLaunch.start(command, listening: listening, name: name.value, environment: environment(for: name))
     }
 
     private func watchExit(of pid: Int32, name: PortName) throws(SystemCallError) -> Child {
