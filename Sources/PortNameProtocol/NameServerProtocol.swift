@@ -12,8 +12,8 @@
 // REPLY_EXPECTED flag whose data components are UTF-8 strings without NUL;
 // the reply's first component is a word (`ReplyWord`), the rest are
 // "key=value" fields, free strings, or PORT components, per request.
-// A check in PortdTests (NameServerVocabularyTests) keeps every word and
-// key here out of portd's sources as a string literal.
+// A test (NameServerVocabularyTests) keeps every word and key here out of
+// portd's sources as a string literal.
 
 import PortWire
 
