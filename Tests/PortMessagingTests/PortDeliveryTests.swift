@@ -5,13 +5,10 @@ import Foundation
 import Glibc
 import Synchronization
 import Testing
-@testable import PortCore
+import PortRunLoop
+import PortSystem
+import PortTestSupport
 @testable import PortMessaging
-@testable import PortNameClient
-@testable import PortNameProtocol
-@testable import PortRunLoop
-@testable import PortSystem
-@testable import PortWire
 
 @Suite(.serialized) struct PortDeliveryTests {
     @Test func everyMessageOnceInPerSenderOrderFrom4ThreadsAnd4Processes() throws {
@@ -34,12 +31,10 @@ import Testing
         }
         defer { served.stop() }
 
-        var pids: [pid_t] = []
+        var peers: [ChildProcess] = []
         for p in 0..<4 {
             let right = try served.port.makeSendRight()
-            pids.append(PeerProcess.spawn(
-                ["python3", PeerProcess.fixtures + "/port_peer.py", "send", "\(perSender)", "process\(p)"],
-                passing: right.fd))
+            peers.append(try startPeer(["send", "\(perSender)", "process\(p)"], passing: right))
             right.invalidate()  // the child has its own copy
         }
         let group = DispatchGroup()
@@ -56,7 +51,7 @@ import Testing
             }
         }
         group.wait()
-        for pid in pids { #expect(PeerProcess.wait(pid) == 0) }
+        for peer in peers { #expect(try peer.waitForExit(timeout: .seconds(120)) == 0, "\(peer.standardError)") }
         #expect(allIn.wait(timeout: .seconds(120)), "not every message arrived: \(total.withLock { $0 })")
         #expect(violations.withLock { $0 } == 0)
         #expect(total.withLock { $0 } == expectedTotal)
@@ -118,17 +113,14 @@ import Testing
             if w.name == "mortal" { gone.signal() }
         })
         // A worker process that checks in, gets a message, prints it.
-        let (alive, outFD) = try spawnWorker(serverPort, "checkin", "alive")
-        let outFile = FileHandle(fileDescriptor: outFD, closeOnDealloc: true)
-        let printed = String(decoding: outFile.readDataToEndOfFile(), as: UTF8.self)
-        #expect(PeerProcess.wait(alive) == 0)
-        #expect(printed == "hello alive\n")
+        let alive = try spawnWorker(serverPort, "checkin", "alive")
+        #expect(try alive.waitForExit() == 0, "\(alive.standardError)")
+        #expect(alive.standardOutput == "hello alive\n")
         // A worker process that checks in and dies: the server is told.
         let r2 = try serverPort.makeSendRight()
-        let mortal = PeerProcess.spawn(
-            ["python3", PeerProcess.fixtures + "/port_peer.py", "checkin-and-die", "mortal"], passing: r2.fd)
+        let mortal = try startPeer(["checkin-and-die", "mortal"], passing: r2)
         r2.invalidate()
-        #expect(PeerProcess.wait(mortal) == 0)
+        #expect(try mortal.waitForExit() == 0, "\(mortal.standardError)")
         #expect(gone.wait(timeout: .seconds(30)), "the server was not told the worker died")
         server.loop.stop()
         server.join()
@@ -148,16 +140,13 @@ import Testing
             workerRight.withLock { $0 = w.port }
             checkedIn.signal()
         }, onWorkerGone: { _ in gone.signal() })
-        let (pid, outFD) = try spawnWorker(serverPort, "checkin-and-wait", "victim")
-        // "ready\n" once it has checked in; a pipe may hand it over in pieces.
-        var line: [UInt8] = []
-        var byte: UInt8 = 0
-        while line.last != UInt8(ascii: "\n"), read(outFD, &byte, 1) == 1 { line.append(byte) }
-        close(outFD)
-        #expect(String(decoding: line, as: UTF8.self) == "ready\n")
+        let worker = try spawnWorker(serverPort, "checkin-and-wait", "victim")
+        // "ready\n" once it has checked in.
+        try worker.waitForStandardOutput(containing: "\n")
         #expect(checkedIn.wait(timeout: .seconds(30)))
-        kill(pid, SIGKILL)
-        #expect(PeerProcess.wait(pid) == 128 + SIGKILL)
+        worker.signal(SIGKILL)
+        #expect(try worker.waitForExit() == 128 + SIGKILL)
+        #expect(worker.standardOutput == "ready\n")
         #expect(gone.wait(timeout: .seconds(30)), "the server was not told the killed worker's port is gone")
         // And a send to it is an error at once, not a hang and not SIGPIPE.
         let right = try #require(workerRight.withLock { $0 })
@@ -183,8 +172,8 @@ import Testing
         }
         defer { served.stop() }
         let hostile = try served.port.makeSendRight()
-        let pid = PeerProcess.spawn(["python3", PeerProcess.fixtures + "/port_peer.py", "unsealed-memfd"], passing: hostile.fd)
-        #expect(PeerProcess.wait(pid) == 0)
+        let peer = try startPeer(["unsealed-memfd"], passing: hostile)
+        #expect(try peer.waitForExit() == 0, "\(peer.standardError)")
         #expect(failed.wait(timeout: .seconds(30)))
         #expect(errors.all.first?.contains("large component refused") == true)
         #expect(received.all.isEmpty)
@@ -210,16 +199,18 @@ import Testing
         return server
     }
 
-    /// A Python worker process given a right to `port`, its stdout a pipe we read.
-    private func spawnWorker(_ port: PCPort, _ verb: String, _ name: String) throws -> (pid_t, Int32) {
-        var out: [Int32] = [0, 0]
-        #expect(pipe(&out) == 0)
+    /// A Python worker process given a right to `port`.
+    private func spawnWorker(_ port: PCPort, _ verb: String, _ name: String) throws -> ChildProcess {
         let right = try port.makeSendRight()
-        let pid = PeerProcess.spawn(
-            ["python3", PeerProcess.fixtures + "/port_peer.py", verb, name], passing: right.fd, stdoutFD: out[1])
-        close(out[1])
-        right.invalidate()  // the child has its own copy
-        return (pid, out[0])
+        defer { right.invalidate() }  // the child has its own copy
+        return try startPeer([verb, name], passing: right)
+    }
+
+    /// Starts Fixtures/port_peer.py with `arguments`, `right` as its descriptor 3.
+    private func startPeer(_ arguments: [String], passing right: SendRight) throws -> ChildProcess {
+        try ChildProcess(
+            executable: "python3", arguments: [SourceTree.path("Tests/PortMessagingTests/Fixtures/port_peer.py")] + arguments,
+            passing: [3: right.fd])
     }
 
     // MARK: Swift concurrency

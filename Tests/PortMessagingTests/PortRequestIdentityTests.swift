@@ -10,13 +10,11 @@
 import Glibc
 import Synchronization
 import Testing
-@testable import PortCore
+import PortRunLoop
+import PortSystem
+import PortTestSupport
+import PortWire
 @testable import PortMessaging
-@testable import PortNameClient
-@testable import PortNameProtocol
-@testable import PortRunLoop
-@testable import PortSystem
-@testable import PortWire
 
 /// Serves `port` on a loop thread of its own (kept alive by a far timer).
 private func serve(_ port: PCPort) throws -> LoopThread {

@@ -5,13 +5,11 @@ import Foundation
 import Glibc
 import Synchronization
 import Testing
-@testable import PortCore
+import PortRunLoop
+import PortSystem
+import PortTestSupport
+import PortWire
 @testable import PortMessaging
-@testable import PortNameClient
-@testable import PortNameProtocol
-@testable import PortRunLoop
-@testable import PortSystem
-@testable import PortWire
 
 /// A port served on its own loop thread until `stop()`.
 final class ServedPort: @unchecked Sendable {

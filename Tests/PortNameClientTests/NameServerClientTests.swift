@@ -1,30 +1,22 @@
 // NameServerClientTests: PortCore's PortNameServer end to end, against the
-// in-process FakeNameServer and against the real portd (TestDaemon): names
-// registered, looked up and used; the lookup cache refreshed when its port
-// dies; D-Bus ownership (queue and NAME_ACQUIRED, do-not-queue, replacement);
-// release; watches (callback and AsyncSequence); list, owner and status;
-// waiting lookups; and a declared port's check-in (the real daemon gets
-// its declaration from a portd.conf of the test's).
-//
-// The `.real` cases need the daemon side of the name server (branch `ns`).
+// real portd (DaemonProcess): names registered, looked up and used; the
+// lookup cache refreshed when its port dies; D-Bus ownership (queue and
+// NAME_ACQUIRED, do-not-queue, replacement); release; watches (callback and
+// AsyncSequence); list, owner and status; waiting lookups; and a declared
+// port's check-in (the daemon gets its declaration from a portd.conf of the
+// test's).
 
 import Foundation
 import Glibc
 import Synchronization
 import Testing
 
-@testable import PortCore
-@testable import PortMessaging
+import PortCore
+import PortTestSupport
 @testable import PortNameClient
-@testable import PortNameProtocol
-@testable import PortRunLoop
-@testable import PortSystem
-@testable import PortWire
 
 @Suite struct NameServerClientTests {
-    static let kinds = DaemonKind.selected
-
-    /// A unique name per test and kind (tests run in parallel, but each on its own daemon).
+    /// A unique name per test (tests run in parallel, but each on its own daemon).
     private func name(_ base: String) -> String { "\(base)-\(getpid())" }
 
     /// Receives the next message of `port` (scheduled on the background loop).
@@ -49,8 +41,8 @@ import Testing
         }
     }
 
-    @Test(arguments: kinds) func registerLookUpAndSend(_ kind: DaemonKind) throws {
-        let daemon = try TestDaemon(kind)
+    @Test func registerLookUpAndSend() throws {
+        let daemon = try DaemonProcess.started()
         let owner = try daemon.client()
         let user = try daemon.client()
         let svc = name("svc")
@@ -72,8 +64,8 @@ import Testing
         port.invalidate()
     }
 
-    @Test(arguments: kinds) func theCacheIsRefreshedWhenItsPortDies(_ kind: DaemonKind) throws {
-        let daemon = try TestDaemon(kind)
+    @Test func theCacheIsRefreshedWhenItsPortDies() throws {
+        let daemon = try DaemonProcess.started()
         let user = try daemon.client()
         let svc = name("cached")
         var owner: PortNameServer? = try daemon.client()
@@ -102,8 +94,8 @@ import Testing
         port.invalidate()
     }
 
-    @Test(arguments: kinds) func queuedRegistrantGetsTheNameWhenTheOwnerGoes(_ kind: DaemonKind) throws {
-        let daemon = try TestDaemon(kind)
+    @Test func queuedRegistrantGetsTheNameWhenTheOwnerGoes() throws {
+        let daemon = try DaemonProcess.started()
         let svc = name("queue")
         let first = try daemon.client()
         guard case .registered(let firstPort) = try first.register(svc) else {
@@ -141,7 +133,7 @@ import Testing
     }
 
     @Test func aReplacedOwnerIsToldWhoTookItsName() throws {
-        let daemon = try TestDaemon(.real)
+        let daemon = try DaemonProcess.started()
         let svc = name("lost")
         let first = try daemon.client()
         let lostTo = Mutex<NameOwner.Process?>(nil)
@@ -167,8 +159,8 @@ import Testing
         secondPort.invalidate()
     }
 
-    @Test(arguments: kinds) func replacementAndRelease(_ kind: DaemonKind) throws {
-        let daemon = try TestDaemon(kind)
+    @Test func replacementAndRelease() throws {
+        let daemon = try DaemonProcess.started()
         let svc = name("replace")
         let first = try daemon.client()
         let second = try daemon.client()
@@ -186,8 +178,8 @@ import Testing
         #expect(try first.owner(svc) == nil)
     }
 
-    @Test(arguments: kinds) func watchersSeeRegistrationAndRelease(_ kind: DaemonKind) throws {
-        let daemon = try TestDaemon(kind)
+    @Test func watchersSeeRegistrationAndRelease() throws {
+        let daemon = try DaemonProcess.started()
         let svc = name("watched")
         let watcher = try daemon.client()
         let changes = Mutex<[NameOwnerChange]>([])
@@ -209,8 +201,8 @@ import Testing
         #expect(seen.allSatisfy { $0.name == svc })
     }
 
-    @Test(arguments: kinds) func ownerChangesAsAnAsyncSequence(_ kind: DaemonKind) async throws {
-        let daemon = try TestDaemon(kind)
+    @Test func ownerChangesAsAnAsyncSequence() async throws {
+        let daemon = try DaemonProcess.started()
         let svc = name("async")
         let watcher = try daemon.client()
         let stream = try watcher.ownerChanges(of: nil)
@@ -224,8 +216,8 @@ import Testing
         #expect(await iterator.next() == nil)
     }
 
-    @Test(arguments: kinds) func listOwnerAndStatus(_ kind: DaemonKind) throws {
-        let daemon = try TestDaemon(kind)
+    @Test func listOwnerAndStatus() throws {
+        let daemon = try DaemonProcess.started()
         let client = try daemon.client()
         let before = UInt64(Date().timeIntervalSince1970 * 1000)
         for n in ["b", "a"] { _ = try client.register(name(n)) }
@@ -243,8 +235,8 @@ import Testing
         #expect(status.names >= 2 && status.clients >= 1)
     }
 
-    @Test(arguments: kinds) func aLookupWaitsForTheName(_ kind: DaemonKind) throws {
-        let daemon = try TestDaemon(kind)
+    @Test func aLookupWaitsForTheName() throws {
+        let daemon = try DaemonProcess.started()
         let svc = name("later")
         let waiter = try daemon.client(timeout: .seconds(10))
         let never = try waiter.resolve(name("never"), wait: .milliseconds(100))
@@ -265,8 +257,8 @@ import Testing
         #expect(result.withLock { $0 }?.pid == getpid())
     }
 
-    @Test(arguments: kinds) func everyConnectionLossHandlerIsCalled(_ kind: DaemonKind) throws {
-        let daemon = try TestDaemon(kind)
+    @Test func everyConnectionLossHandlerIsCalled() throws {
+        let daemon = try DaemonProcess.started()
         let client = try daemon.client()
         let calls = Mutex(0)
         let all = Flag()
@@ -276,7 +268,7 @@ import Testing
                 if calls.withLock({ $0 += 1; return $0 }) == 3 { all.signal() }
             }
         }
-        try daemon.stop()
+        #expect(try daemon.stop() == 0)
         #expect(all.wait())
         // One added after the fact runs at once.
         let late = Flag()
@@ -285,8 +277,8 @@ import Testing
         #expect(calls.withLock { $0 } == 3)
     }
 
-    @Test(arguments: kinds) func aDeclaredPortIsCheckedIn(_ kind: DaemonKind) throws {
-        let daemon = try TestDaemon(kind, declaring: ["declared"])
+    @Test func aDeclaredPortIsCheckedIn() throws {
+        let daemon = try DaemonProcess.started(declaring: ["declared"])
         let service = try daemon.client()
         guard case .checkedIn(let port) = try service.checkIn(declaredName: "declared") else {
             Issue.record("not checked in")

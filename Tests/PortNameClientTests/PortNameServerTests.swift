@@ -3,19 +3,13 @@
 // records (LIST lines, OWNER, STATUS, NAME_OWNER_CHANGED), and connecting:
 // no socket, a stale socket, a listener that never answers, an untrusted
 // fallback directory, and a peer that hangs up. The requests against a
-// daemon are in PortdTests (NameServerClientTests), run against the fake
-// and the real portd.
+// daemon, the real portd, are in NameServerClientTests.
 
 import Glibc
 import Testing
 
-@testable import PortCore
-@testable import PortMessaging
+import PortCore
 @testable import PortNameClient
-@testable import PortNameProtocol
-@testable import PortRunLoop
-@testable import PortSystem
-@testable import PortWire
 
 @Suite struct NameRuleTests {
     @Test func validNames() {

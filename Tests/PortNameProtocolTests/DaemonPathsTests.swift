@@ -4,13 +4,9 @@
 import Glibc
 import Testing
 
-@testable import PortCore
-@testable import PortMessaging
-@testable import PortNameClient
+import PortNameClient
+import PortSystem
 @testable import PortNameProtocol
-@testable import PortRunLoop
-@testable import PortSystem
-@testable import PortWire
 
 @Suite struct DaemonPathsTests {
     private func resolve(

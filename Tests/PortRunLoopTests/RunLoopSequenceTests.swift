@@ -6,13 +6,9 @@ import Foundation
 import Glibc
 import Synchronization
 import Testing
-@testable import PortCore
-@testable import PortMessaging
-@testable import PortNameClient
-@testable import PortNameProtocol
+import PortSystem
+import PortTestSupport
 @testable import PortRunLoop
-@testable import PortSystem
-@testable import PortWire
 
 private let head = ["entry", "beforeTimers", "beforeSources", "beforeWaiting", "afterWaiting"]
 

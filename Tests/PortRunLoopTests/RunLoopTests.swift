@@ -5,13 +5,9 @@ import Foundation
 import Glibc
 import Synchronization
 import Testing
-@testable import PortCore
-@testable import PortMessaging
-@testable import PortNameClient
-@testable import PortNameProtocol
+import PortSystem
+import PortTestSupport
 @testable import PortRunLoop
-@testable import PortSystem
-@testable import PortWire
 
 @Suite(.serialized) struct RunLoopTests {
     // MARK: 1. One loop per thread

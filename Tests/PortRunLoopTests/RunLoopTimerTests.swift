@@ -3,13 +3,9 @@
 import Foundation
 import Synchronization
 import Testing
-@testable import PortCore
-@testable import PortMessaging
-@testable import PortNameClient
-@testable import PortNameProtocol
+import PortSystem
+import PortTestSupport
 @testable import PortRunLoop
-@testable import PortSystem
-@testable import PortWire
 
 @Suite(.serialized) struct RunLoopTimerTests {
     /// A loop on a manual clock; passes run with a zero timeout (no sleeping).

@@ -6,13 +6,7 @@ import Foundation
 import Glibc
 import Testing
 
-@testable import PortCore
-@testable import PortMessaging
-@testable import PortNameClient
-@testable import PortNameProtocol
-@testable import PortRunLoop
 @testable import PortSystem
-@testable import PortWire
 
 @Suite struct FileSystemContentsTests {
     private func temporaryDirectory() throws -> String {

@@ -6,13 +6,7 @@
 import Glibc
 import Testing
 
-@testable import PortCore
-@testable import PortMessaging
-@testable import PortNameClient
-@testable import PortNameProtocol
-@testable import PortRunLoop
 @testable import PortSystem
-@testable import PortWire
 
 @Suite struct LocalSocketTests {
     /// A listening socket in a fresh directory, with a connected client and the accepted server end.

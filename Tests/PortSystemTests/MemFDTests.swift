@@ -5,13 +5,9 @@
 import CPortSystem
 import Glibc
 import Testing
-@testable import PortCore
-@testable import PortMessaging
-@testable import PortNameClient
-@testable import PortNameProtocol
-@testable import PortRunLoop
+import PortTestSupport
+import PortWire
 @testable import PortSystem
-@testable import PortWire
 
 @Suite struct MemFDTests {
     @Test func sealedComponentTravelsAndMaps() throws {

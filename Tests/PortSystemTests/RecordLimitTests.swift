@@ -6,13 +6,9 @@
 
 import Glibc
 import Testing
-@testable import PortCore
-@testable import PortMessaging
-@testable import PortNameClient
-@testable import PortNameProtocol
-@testable import PortRunLoop
+import PortTestSupport
+import PortWire
 @testable import PortSystem
-@testable import PortWire
 
 @Suite struct RecordLimitTests {
     /// Sends `size` bytes on a fresh pair (empty queues); true if the kernel took it.

@@ -1,13 +1,7 @@
 import CPortSystem
 import Glibc
 import Testing
-@testable import PortCore
-@testable import PortMessaging
-@testable import PortNameClient
-@testable import PortNameProtocol
-@testable import PortRunLoop
 @testable import PortSystem
-@testable import PortWire
 
 @Suite struct SystemCallTests {
     @Test func eventfdSignalAndDrain() throws {

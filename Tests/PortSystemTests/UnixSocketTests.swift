@@ -6,13 +6,8 @@
 import CPortSystem
 import Glibc
 import Testing
-@testable import PortCore
-@testable import PortMessaging
-@testable import PortNameClient
-@testable import PortNameProtocol
-@testable import PortRunLoop
+import PortTestSupport
 @testable import PortSystem
-@testable import PortWire
 
 @Suite struct UnixSocketTests {
     @Test func pairIsCloseOnExecAndNonBlocking() throws {

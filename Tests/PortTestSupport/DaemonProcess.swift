@@ -9,37 +9,38 @@
 //     bounded wait, so "wait for READY=1" is an event, not a sleep; it
 //     keeps a file-descriptor store as systemd does (FDSTORE=1 with
 //     FDNAME=, FDSTOREREMOVE=1), to be passed to the next portd;
-//   - `DaemonProcess` starts portd with a clean environment (nothing of the
-//     caller's PORTD_SOCKET, XDG_RUNTIME_DIR, LISTEN_*, JOURNAL_STREAM
-//     leaks in), signals it, and waits for its exit with a bound;
+//   - `ChildProcess` is the one way tests start a program (portd, portctl,
+//     Python peers and fixtures): captured output, descriptors passed at
+//     chosen numbers, a bounded wait for its exit;
+//   - `DaemonProcess` is the one daemon harness: it starts the real portd
+//     with a clean environment (nothing of the caller's PORTD_SOCKET,
+//     XDG_RUNTIME_DIR, LISTEN_*, JOURNAL_STREAM leaks in) in a directory of
+//     its own (ports it declares go in a portd.conf there), signals it, and
+//     waits for its exit with a bound; it runs portctl against itself and
+//     opens PortNameServer clients to itself;
 //   - `runPortctl` runs portctl to completion and returns status and output;
 //     a child's standard input can be fed, and a running child's output
 //     read up to an expected text (`waitForStandardOutput`).
-// Every wait has a generous upper bound (`HarnessTimeout`) that turns a hang
-// into a failing test; none stands in for synchronisation.
+// Every test gets its own directory and socket, so these tests run in
+// parallel. Every wait has a generous upper bound (`HarnessTimeout`) that
+// turns a hang into a failing test; none stands in for synchronisation.
 
 import CPortSystem
 import Foundation
 import Glibc
+import PortNameClient
+import PortSystem
 import Testing
 
-@testable import PortCore
-@testable import PortMessaging
-@testable import PortNameClient
-@testable import PortNameProtocol
-@testable import PortRunLoop
-@testable import PortSystem
-@testable import PortWire
-
 /// The upper bound of every wait in the harness; reaching it is a failure.
-let HarnessTimeout: Duration = .seconds(20)
+package let HarnessTimeout: Duration = .seconds(20)
 
-enum HarnessError: Error, CustomStringConvertible {
+package enum HarnessError: Error, CustomStringConvertible {
     case missingBinary(String)
     case timedOut(String)
     case unexpected(String)
 
-    var description: String {
+    package var description: String {
         switch self {
         case .missingBinary(let what): "binary not found: \(what) (run `swift build` first, or set PORTD_BIN_DIR)"
         case .timedOut(let what): "timed out: \(what)"
@@ -48,50 +49,50 @@ enum HarnessError: Error, CustomStringConvertible {
     }
 }
 
-enum Binaries {
+package enum Binaries {
     /// The directory holding the built executables.
-    static let directory: String = {
+    package static let directory: String = {
         if let explicit = ProcessInfo.processInfo.environment["PORTD_BIN_DIR"], !explicit.isEmpty { return explicit }
         // The test runner (…/debug/portdPackageTests.xctest) sits beside the executables.
         let runner = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
         return (runner as NSString).deletingLastPathComponent
     }()
 
-    static func path(_ name: String) throws -> String {
+    package static func path(_ name: String) throws -> String {
         let path = "\(directory)/\(name)"
         guard FileManager.default.isExecutableFile(atPath: path) else { throw HarnessError.missingBinary(path) }
         return path
     }
 
-    static var portd: String { get throws { try path("portd") } }
-    static var portctl: String { get throws { try path("portctl") } }
+    package static var portd: String { get throws { try path("portd") } }
+    package static var portctl: String { get throws { try path("portctl") } }
 }
 
 /// A fresh directory under /tmp, removed when the value goes away.
-final class TemporaryDirectory {
-    let path: String
+package final class TemporaryDirectory {
+    package let path: String
 
-    init() throws {
+    package init() throws {
         var template = Array("/tmp/portd-test-XXXXXX".utf8CString)
         guard let made = mkdtemp(&template) else { throw HarnessError.unexpected("mkdtemp failed") }
         path = String(cString: made)
     }
 
     /// `path/name`.
-    func appending(_ name: String) -> String { "\(path)/\(name)" }
+    package func appending(_ name: String) -> String { "\(path)/\(name)" }
 
     deinit { try? FileManager.default.removeItem(atPath: path) }
 }
 
 /// The test's own NOTIFY_SOCKET.
-final class NotifySocket {
-    let name: String
+package final class NotifySocket {
+    package let name: String
     private let fd: Int32
     private var buffer = [UInt8](repeating: 0, count: 4096)
     /// Every datagram received so far, in order.
-    private(set) var received: [String] = []
+    package private(set) var received: [String] = []
 
-    init() throws {
+    package init() throws {
         name = "portd-test-notify-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
         fd = try LocalSocket.make(.datagram)
         try LocalSocket.bind(fd, abstractName: name)
@@ -103,12 +104,12 @@ final class NotifySocket {
     }
 
     /// The value for NOTIFY_SOCKET.
-    var address: String { "@\(name)" }
+    package var address: String { "@\(name)" }
 
     /// Waits for the next datagram: nil when none came within `timeout`, or
     /// when `sender` exited first (nothing more can come then). Descriptors
     /// that come with FDSTORE=1 go into `store`; FDSTOREREMOVE=1 closes them.
-    func next(timeout: Duration = HarnessTimeout, from sender: ChildProcess? = nil) throws -> String? {
+    package func next(timeout: Duration = HarnessTimeout, from sender: ChildProcess? = nil) throws -> String? {
         let deadline = MonotonicInstant.now() + timeout
         while true {
             if let text = try receiveNow() {
@@ -127,28 +128,28 @@ final class NotifySocket {
 
     /// The service manager's file-descriptor store: FDNAME → descriptor
     /// (the test's copy; closed when replaced, removed or at deinit).
-    private(set) var store: [String: Int32] = [:]
+    package private(set) var store: [String: Int32] = [:]
 
     /// Takes the store's descriptors, in name order (the caller closes them).
-    func takeStore() -> [(name: String, fd: Int32)] {
+    package func takeStore() -> [(name: String, fd: Int32)] {
         defer { store = [:] }
         return store.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
     }
 
     /// One datagram with the descriptors that came with it.
-    struct Datagram {
-        let text: String
+    package struct Datagram {
+        package let text: String
         /// Received descriptors; whoever takes the datagram closes them.
-        let descriptors: [Int32]
-        var lines: [Substring] { text.split(separator: "\n") }
+        package let descriptors: [Int32]
+        package var lines: [Substring] { text.split(separator: "\n") }
     }
 
     /// The socket, for a test that watches it from a run loop.
-    var descriptor: Int32 { fd }
+    package var descriptor: Int32 { fd }
 
     /// One datagram already queued, or nil, as it came: the caller owns its
     /// descriptors (nothing goes into `store`).
-    func receiveDatagram() throws -> Datagram? {
+    package func receiveDatagram() throws -> Datagram? {
         let control = ControlMessage.Buffer(descriptors: 16, credentials: true)
         let result = try buffer.withUnsafeMutableBytes { data throws(SystemCallError) in
             try UnixSocket.receive(fd, into: data, control: control)
@@ -171,7 +172,7 @@ final class NotifySocket {
     }
 
     /// The next datagram as it came, waiting up to `timeout`; nil when none came.
-    func nextDatagram(timeout: Duration = HarnessTimeout) throws -> Datagram? {
+    package func nextDatagram(timeout: Duration = HarnessTimeout) throws -> Datagram? {
         let deadline = MonotonicInstant.now() + timeout
         while true {
             if let datagram = try receiveDatagram() { return datagram }
@@ -199,7 +200,7 @@ final class NotifySocket {
     /// Waits until a datagram contains the line `assignment` (e.g. "READY=1");
     /// returns that datagram. Fails at once when `sender` exits first.
     @discardableResult
-    func waitFor(_ assignment: String, from sender: ChildProcess? = nil, timeout: Duration = HarnessTimeout) throws -> String {
+    package func waitFor(_ assignment: String, from sender: ChildProcess? = nil, timeout: Duration = HarnessTimeout) throws -> String {
         let deadline = MonotonicInstant.now() + timeout
         while let message = try next(timeout: deadline - MonotonicInstant.now(), from: sender) {
             if message.split(separator: "\n").contains(where: { $0 == assignment }) { return message }
@@ -221,16 +222,16 @@ final class NotifySocket {
 /// other child's exit is seen meanwhile. Here each child has its own reaper
 /// thread, and every descriptor the test process owns is CLOEXEC, so a child
 /// inherits exactly stdin (/dev/null), stdout and stderr (pipes).
-final class ChildProcess: @unchecked Sendable {
+package final class ChildProcess: @unchecked Sendable {
     // `pid`, `executable` and the pipe descriptors are immutable after init.
     // Protected by `lock`: `exitStatus`, `collectedOutput`, `collectedError`,
     // `errorPrefix` (the reaper thread writes `exitStatus`; `exited` signals it).
-    let pid: Int32
-    let executable: String
+    package let pid: Int32
+    package let executable: String
     private let outputFD: Int32
     private let errorFD: Int32
     /// An eventfd that becomes readable when the child has exited (for poll).
-    let exitEvent: Int32
+    package let exitEvent: Int32
     private let lock = NSLock()
     private let exited = DispatchSemaphore(value: 0)
     private var exitStatus: Int32?
@@ -245,9 +246,9 @@ final class ChildProcess: @unchecked Sendable {
     /// with `input` (then closed) by a thread of its own; `passing` maps
     /// further child descriptor numbers to ours (as a service manager passes
     /// sockets, starting at 3).
-    init(
-        executable: String, arguments: [String], environment: [String: String], input: [UInt8]? = nil,
-        passing: [Int32: Int32] = [:]
+    package init(
+        executable: String, arguments: [String], environment: [String: String] = ChildProcess.cleanEnvironment(),
+        input: [UInt8]? = nil, passing: [Int32: Int32] = [:]
     ) throws {
         self.executable = executable
         var outPipe: [Int32] = [-1, -1]
@@ -323,7 +324,7 @@ final class ChildProcess: @unchecked Sendable {
 
     /// The environment of the test process, less everything that would tell
     /// a child where some other portd or service manager is.
-    static func cleanEnvironment(_ extra: [String: String] = [:]) -> [String: String] {
+    package static func cleanEnvironment(_ extra: [String: String] = [:]) -> [String: String] {
         var environment = ProcessInfo.processInfo.environment
         for key in [
             "PORTD_SOCKET", "XDG_RUNTIME_DIR", "NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES",
@@ -335,14 +336,14 @@ final class ChildProcess: @unchecked Sendable {
         return environment
     }
 
-    var isRunning: Bool { lock.withLock { exitStatus == nil } }
+    package var isRunning: Bool { lock.withLock { exitStatus == nil } }
 
-    func signal(_ signal: Int32) {
+    package func signal(_ signal: Int32) {
         if isRunning { kill(pid, signal) }
     }
 
     /// Waits for the exit and returns the exit status (or 128 + signal).
-    func waitForExit(timeout: Duration = HarnessTimeout) throws -> Int32 {
+    package func waitForExit(timeout: Duration = HarnessTimeout) throws -> Int32 {
         let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
         if exited.wait(timeout: .now() + seconds) == .timedOut {
             kill(pid, SIGKILL)
@@ -353,7 +354,7 @@ final class ChildProcess: @unchecked Sendable {
     }
 
     /// Standard output, complete once the child (and anything that inherited it) has exited.
-    var standardOutput: String {
+    package var standardOutput: String {
         lock.withLock {
             if collectedOutput == nil { collectedOutput = outputPrefix + Self.readToEnd(outputFD) }
             return collectedOutput!
@@ -361,7 +362,7 @@ final class ChildProcess: @unchecked Sendable {
     }
 
     /// Reads standard output until it contains `text` (for a child that keeps running).
-    func waitForStandardOutput(containing text: String, timeout: Duration = HarnessTimeout) throws {
+    package func waitForStandardOutput(containing text: String, timeout: Duration = HarnessTimeout) throws {
         let deadline = MonotonicInstant.now() + timeout
         var seen = lock.withLock { outputPrefix }
         var chunk = [UInt8](repeating: 0, count: 4096)
@@ -379,7 +380,7 @@ final class ChildProcess: @unchecked Sendable {
     }
 
     /// Standard error, complete once the child (and anything that inherited it) has exited.
-    var standardError: String {
+    package var standardError: String {
         lock.withLock {
             if collectedError == nil { collectedError = errorPrefix + Self.readToEnd(errorFD) }
             return collectedError!
@@ -400,7 +401,7 @@ final class ChildProcess: @unchecked Sendable {
     }
 
     /// Reads standard error until it contains `text` (for a child that keeps running).
-    func waitForStandardError(containing text: String, timeout: Duration = HarnessTimeout) throws {
+    package func waitForStandardError(containing text: String, timeout: Duration = HarnessTimeout) throws {
         let deadline = MonotonicInstant.now() + timeout
         var seen = lock.withLock { errorPrefix }
         var chunk = [UInt8](repeating: 0, count: 1024)
@@ -418,25 +419,41 @@ final class ChildProcess: @unchecked Sendable {
     }
 }
 
-/// A real portd on a socket of the test's own.
-final class DaemonProcess {
-    let child: ChildProcess
-    let socketPath: String
-    let notify: NotifySocket
+/// A real portd, the built binary, on a socket of the test's own.
+package final class DaemonProcess {
+    package let child: ChildProcess
+    /// A directory of the daemon's own, removed with it: its socket unless
+    /// the test chose another path, the portd.conf of `declaring`, and
+    /// whatever files the test puts there.
+    package let directory: TemporaryDirectory
+    package let socketPath: String
+    package let notify: NotifySocket
 
-    /// Starts `portd --socket socketPath` (plus `arguments`) with NOTIFY_SOCKET set.
+    /// Starts `portd --socket socketPath` (plus `arguments`) with NOTIFY_SOCKET set;
+    /// `socket` defaults to `portd.sock` in `directory`.
+    /// `declaring` names ports declared as portd.conf(5) would, check-in
+    /// allowed to this process's uid (a portd.conf in `directory`, given
+    /// with --config).
     /// `passing` (FDNAME → descriptor) hands portd descriptors the way
     /// systemd passes its file-descriptor store back: at 3, 4, … with
     /// LISTEN_FDS, LISTEN_FDNAMES and LISTEN_PID (set to portd's own pid by
     /// a launcher that then execs portd, as systemd does after its fork).
-    init(
-        socket socketPath: String, arguments: [String] = [], environment: [String: String] = [:],
-        passing: [(name: String, fd: Int32)] = []
+    package init(
+        socket: String? = nil, arguments: [String] = [], environment: [String: String] = [:],
+        passing: [(name: String, fd: Int32)] = [], declaring: [String] = []
     ) throws {
+        directory = try TemporaryDirectory()
+        let socketPath = socket ?? directory.appending("portd.sock")
         self.socketPath = socketPath
         notify = try NotifySocket()
         var environment = environment.merging(["NOTIFY_SOCKET": notify.address]) { a, _ in a }
         var command = [try Binaries.portd, "--socket", socketPath] + arguments
+        if !declaring.isEmpty {
+            let config = directory.appending("portd.conf")
+            let text = declaring.map { "[Port]\nName=\($0)\nCheckInUser=\(getuid())\n" }.joined(separator: "\n")
+            try text.write(toFile: config, atomically: true, encoding: .utf8)
+            command += ["--config", config]
+        }
         var descriptors: [Int32: Int32] = [:]
         if !passing.isEmpty {
             for (i, entry) in passing.enumerated() { descriptors[3 + Int32(i)] = entry.fd }
@@ -453,19 +470,42 @@ final class DaemonProcess {
     }
 
     /// Starts portd and waits for READY=1.
-    static func started(
-        socket: String, arguments: [String] = [], environment: [String: String] = [:],
-        passing: [(name: String, fd: Int32)] = []
+    package static func started(
+        socket: String? = nil, arguments: [String] = [], environment: [String: String] = [:],
+        passing: [(name: String, fd: Int32)] = [], declaring: [String] = []
     ) throws -> DaemonProcess {
-        let daemon = try DaemonProcess(socket: socket, arguments: arguments, environment: environment, passing: passing)
+        let daemon = try DaemonProcess(
+            socket: socket, arguments: arguments, environment: environment, passing: passing, declaring: declaring)
         try daemon.notify.waitFor("READY=1", from: daemon.child)
         return daemon
     }
 
-    var pid: Int32 { child.pid }
+    package var pid: Int32 { child.pid }
 
-    /// Sends `signal` and returns the exit status.
-    func stop(with signal: Int32 = SIGTERM) throws -> Int32 {
+    /// The environment that points portctl at this daemon.
+    package var environment: [String: String] { ["PORTD_SOCKET": socketPath] }
+
+    /// Runs portctl to completion against this daemon.
+    package func portctl(
+        _ arguments: [String], input: [UInt8]? = nil, environment extra: [String: String] = [:]
+    ) throws -> CommandResult {
+        try runPortctl(arguments, environment: environment.merging(extra) { _, new in new }, input: input)
+    }
+
+    /// Starts portctl against this daemon and leaves it running.
+    package func startPortctl(_ arguments: [String], environment extra: [String: String] = [:]) throws -> ChildProcess {
+        try ChildProcess(
+            executable: try Binaries.portctl, arguments: arguments,
+            environment: ChildProcess.cleanEnvironment(environment.merging(extra) { _, new in new }))
+    }
+
+    /// A client connection of the test process itself.
+    package func client(timeout: Duration = .seconds(10)) throws -> PortNameServer {
+        try PortNameServer(socketPath: socketPath, timeout: timeout)
+    }
+
+    /// Sends `signal` and returns the exit status; its clients see their connections close.
+    package func stop(with signal: Int32 = SIGTERM) throws -> Int32 {
         child.signal(signal)
         return try child.waitForExit()
     }
@@ -480,19 +520,25 @@ final class DaemonProcess {
 }
 
 /// The outcome of one portctl run.
-struct CommandResult {
-    let status: Int32
-    let standardOutput: String
-    let standardError: String
+package struct CommandResult {
+    package let status: Int32
+    package let standardOutput: String
+    package let standardError: String
+
+    package init(status: Int32, standardOutput: String, standardError: String) {
+        self.status = status
+        self.standardOutput = standardOutput
+        self.standardError = standardError
+    }
 }
 
 /// Runs portctl with `arguments` to completion (standard input: `input`, or /dev/null).
-func runPortctl(_ arguments: [String], environment: [String: String] = [:], input: [UInt8]? = nil) throws -> CommandResult {
+package func runPortctl(_ arguments: [String], environment: [String: String] = [:], input: [UInt8]? = nil) throws -> CommandResult {
     try runToCompletion(try Binaries.portctl, arguments, environment: environment, input: input)
 }
 
 /// Runs portd with `arguments` to completion (for runs expected to end by themselves).
-func runPortd(_ arguments: [String], environment: [String: String] = [:]) throws -> CommandResult {
+package func runPortd(_ arguments: [String], environment: [String: String] = [:]) throws -> CommandResult {
     try runToCompletion(try Binaries.portd, arguments, environment: environment)
 }
 
@@ -507,6 +553,6 @@ private func runToCompletion(
 }
 
 /// Whether something is at `path` (lstat, no symlink following).
-func exists(_ path: String) -> Bool {
+package func exists(_ path: String) -> Bool {
     (try? FileSystem.status(ofPath: path)) != nil
 }

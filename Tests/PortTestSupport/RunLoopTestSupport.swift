@@ -4,35 +4,31 @@
 import Foundation
 import Glibc
 import Synchronization
-@testable import PortCore
-@testable import PortMessaging
-@testable import PortNameClient
-@testable import PortNameProtocol
-@testable import PortRunLoop
-@testable import PortSystem
-@testable import PortWire
+import PortRunLoop
+import PortSystem
 
 /// Appends strings from any thread.
-final class Recorder: Sendable {
+package final class Recorder: Sendable {
     private let items = Mutex<[String]>([])
-    func add(_ s: String) { items.withLock { $0.append(s) } }
-    var all: [String] { items.withLock { $0 } }
-    func count(of s: String) -> Int { all.filter { $0 == s }.count }
+    package init() {}
+    package func add(_ s: String) { items.withLock { $0.append(s) } }
+    package var all: [String] { items.withLock { $0 } }
+    package func count(of s: String) -> Int { all.filter { $0 == s }.count }
 }
 
 /// A thread that owns a run loop. `start` runs `body` on it; `join` waits.
-final class LoopThread: @unchecked Sendable {
+package final class LoopThread: @unchecked Sendable {
     // Safe to share: `loop` is written once on the new thread before
     // `ready.signal()` and read only after `ready.wait()`; `finished` is a
     // Completion (its own lock).
-    private(set) var loop: PCRunLoop!
+    package private(set) var loop: PCRunLoop!
     private let ready = Completion()
     private let finished = Completion()
     private let proceed = Completion()
     private let body: @Sendable (PCRunLoop) -> Void
 
     /// Creates the thread and its loop; `body` runs after `go()`.
-    init(_ body: @escaping @Sendable (PCRunLoop) -> Void) {
+    package init(_ body: @escaping @Sendable (PCRunLoop) -> Void) {
         self.body = body
         let t = Thread { [self] in
             self.loop = PCRunLoop.current
@@ -45,12 +41,12 @@ final class LoopThread: @unchecked Sendable {
         ready.wait()
     }
 
-    func go() { proceed.signal() }
+    package func go() { proceed.signal() }
 
-    func join() { finished.wait() }
+    package func join() { finished.wait() }
 
     /// Runs `body` on a new loop thread and waits for it.
-    static func run(_ body: @escaping @Sendable (PCRunLoop) -> Void) {
+    package static func run(_ body: @escaping @Sendable (PCRunLoop) -> Void) {
         let t = LoopThread(body)
         t.go()
         t.join()
@@ -58,16 +54,16 @@ final class LoopThread: @unchecked Sendable {
 }
 
 /// An eventfd to stand for a port: `makeReady()` makes it readable.
-final class ReadyFD: Sendable {
-    let fd: Int32
-    init() throws { fd = try EventFD.create() }
+package final class ReadyFD: Sendable {
+    package let fd: Int32
+    package init() throws { fd = try EventFD.create() }
     deinit { SystemCall.close(fd) }
-    func makeReady() { try! EventFD.signal(fd) }
-    @discardableResult func drain() -> Bool { try! EventFD.drain(fd) }
+    package func makeReady() { try! EventFD.signal(fd) }
+    @discardableResult package func drain() -> Bool { try! EventFD.drain(fd) }
 }
 
 /// Records every activity of `mode` under `name`.
-func recordActivities(_ loop: PCRunLoop, _ mode: PCRunLoop.Mode, _ r: Recorder, prefix: String = "") -> RunLoopObserver {
+package func recordActivities(_ loop: PCRunLoop, _ mode: PCRunLoop.Mode, _ r: Recorder, prefix: String = "") -> RunLoopObserver {
     let o = RunLoopObserver(activities: .all) { _, a in r.add(prefix + a.description) }
     loop.add(o, forMode: mode)
     return o

@@ -4,24 +4,19 @@
 // layer builds its own.
 
 import Glibc
-@testable import PortCore
-@testable import PortMessaging
-@testable import PortNameClient
-@testable import PortNameProtocol
-@testable import PortRunLoop
-@testable import PortSystem
-@testable import PortWire
+import PortSystem
+import PortWire
 
-final class TestWireTransport {
-    let limits: PortLimits
-    let sendBuffer: UnsafeMutableRawBufferPointer
-    let receiveBuffer: UnsafeMutableRawBufferPointer
-    let sendDescriptors: UnsafeMutableBufferPointer<Int32>
-    let receiveDescriptors: UnsafeMutableBufferPointer<Int32>
-    let sendControl: ControlMessage.Buffer
-    let receiveControl: ControlMessage.Buffer
+package final class TestWireTransport {
+    package let limits: PortLimits
+    package let sendBuffer: UnsafeMutableRawBufferPointer
+    package let receiveBuffer: UnsafeMutableRawBufferPointer
+    package let sendDescriptors: UnsafeMutableBufferPointer<Int32>
+    package let receiveDescriptors: UnsafeMutableBufferPointer<Int32>
+    package let sendControl: ControlMessage.Buffer
+    package let receiveControl: ControlMessage.Buffer
 
-    init(limits: PortLimits = .default) {
+    package init(limits: PortLimits = .default) {
         self.limits = limits
         sendBuffer = .allocate(byteCount: limits.maxRecordSize, alignment: 8)
         receiveBuffer = .allocate(byteCount: limits.maxRecordSize, alignment: 8)
@@ -38,7 +33,7 @@ final class TestWireTransport {
         receiveDescriptors.deallocate()
     }
 
-    func send(
+    package func send(
         _ fd: Int32, msgid: UInt32, replyPort: Int32? = nil, components: [PortComponent],
         credentials: Credentials? = nil
     ) throws -> UnixSocket.SendOutcome {
@@ -53,14 +48,14 @@ final class TestWireTransport {
             controlLength: controlLength)
     }
 
-    struct Received {
-        var msgid: UInt32
-        var replyPort: Int32?
-        var components: [PortComponent]
-        var credentials: Credentials?
+    package struct Received {
+        package var msgid: UInt32
+        package var replyPort: Int32?
+        package var components: [PortComponent]
+        package var credentials: Credentials?
     }
 
-    enum ReceiveError: Error, Equatable {
+    package enum ReceiveError: Error, Equatable {
         case outcome(UnixSocket.ReceiveOutcome)
         case wire(WireError)
         case truncated
@@ -68,7 +63,7 @@ final class TestWireTransport {
 
     /// Receives and decodes one message; on a decoding error closes every
     /// received descriptor, as the port layer must.
-    func receive(_ fd: Int32) throws -> Received {
+    package func receive(_ fd: Int32) throws -> Received {
         let outcome = try UnixSocket.receive(fd, into: receiveBuffer, control: receiveControl)
         guard case .record(let r) = outcome else { throw ReceiveError.outcome(outcome) }
         let control = ControlMessage.parse(

@@ -4,7 +4,7 @@
 import Glibc
 
 /// True when `fd` became readable (or hung up) within the timeout.
-func waitReadable(_ fd: Int32, timeoutMilliseconds: Int32 = 20_000) -> Bool {
+package func waitReadable(_ fd: Int32, timeoutMilliseconds: Int32 = 20_000) -> Bool {
     var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
     while true {
         let r = poll(&p, 1, timeoutMilliseconds)
@@ -14,11 +14,11 @@ func waitReadable(_ fd: Int32, timeoutMilliseconds: Int32 = 20_000) -> Bool {
 }
 
 /// FD_CLOEXEC is set on `fd`.
-func isCloseOnExec(_ fd: Int32) -> Bool {
+package func isCloseOnExec(_ fd: Int32) -> Bool {
     fcntl(fd, F_GETFD) & FD_CLOEXEC != 0
 }
 
 /// O_NONBLOCK is set on `fd`.
-func isNonBlocking(_ fd: Int32) -> Bool {
+package func isNonBlocking(_ fd: Int32) -> Bool {
     fcntl(fd, F_GETFL) & O_NONBLOCK != 0
 }

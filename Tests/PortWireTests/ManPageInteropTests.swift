@@ -6,21 +6,18 @@
 
 import Glibc
 import Testing
-@testable import PortCore
-@testable import PortMessaging
-@testable import PortNameClient
-@testable import PortNameProtocol
-@testable import PortRunLoop
-@testable import PortSystem
+import PortSystem
+import PortTestSupport
 @testable import PortWire
 
 @Suite struct ManPageInteropTests {
-    static let script = ChildProcess.packageRoot + "/examples/wire_roundtrip.py"
+    static let script = SourceTree.path("examples/wire_roundtrip.py")
 
     @Test func pythonRecordsMatchSwiftRecords() throws {
-        let child = try ChildProcess.spawn(["python3", Self.script, "hex"])
-        let (status, output) = child.finish()
-        #expect(status == 0, "wire_roundtrip.py hex failed:\n\(output)")
+        let child = try ChildProcess(executable: "python3", arguments: [Self.script, "hex"])
+        let status = try child.waitForExit()
+        let output = child.standardOutput
+        #expect(status == 0, "wire_roundtrip.py hex failed:\n\(output)\(child.standardError)")
 
         // The same messages as the script's SAMPLES, encoded here.
         let expected: [String: (UInt32, Int32?, [PortComponent])] = [
@@ -58,9 +55,8 @@ import Testing
         try UnixSocket.setPassCredentials(listener, true)
         try UnixSocket.listen(listener)
 
-        let child = try ChildProcess.spawn(["python3", Self.script, "connect", address.description])
-        var finished = false
-        defer { if !finished { _ = child.kill() } }
+        let child = try ChildProcess(executable: "python3", arguments: [Self.script, "connect", address.description])
+        defer { if child.isRunning { child.signal(SIGKILL) } }
 
         try #require(waitReadable(listener), "python did not connect")
         let connection = try #require(try UnixSocket.accept(listener))
@@ -97,9 +93,7 @@ import Testing
             try t.send(reply, msgid: 8, components: [.data(Array("reply:hello from python".utf8)), .port(port)])
                 == .sent(12 + 16 + 23))
 
-        let (status, output) = child.finish()
-        finished = true
-        #expect(status == 0)
-        #expect(output == "ok\n")
+        #expect(try child.waitForExit() == 0, "\(child.standardError)")
+        #expect(child.standardOutput == "ok\n")
     }
 }

@@ -5,12 +5,7 @@
 // a crash.
 
 import Testing
-@testable import PortCore
-@testable import PortMessaging
-@testable import PortNameClient
-@testable import PortNameProtocol
-@testable import PortRunLoop
-@testable import PortSystem
+import PortTestSupport
 @testable import PortWire
 
 @Suite struct WireDecoderTests {

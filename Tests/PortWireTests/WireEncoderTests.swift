@@ -2,12 +2,6 @@
 // the limits a sender hits before anything is sent.
 
 import Testing
-@testable import PortCore
-@testable import PortMessaging
-@testable import PortNameClient
-@testable import PortNameProtocol
-@testable import PortRunLoop
-@testable import PortSystem
 @testable import PortWire
 
 @Suite struct WireEncoderTests {

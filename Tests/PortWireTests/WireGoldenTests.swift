@@ -3,12 +3,7 @@
 // and update the man page, never just the expected bytes.
 
 import Testing
-@testable import PortCore
-@testable import PortMessaging
-@testable import PortNameClient
-@testable import PortNameProtocol
-@testable import PortRunLoop
-@testable import PortSystem
+import PortTestSupport
 @testable import PortWire
 
 @Suite struct WireGoldenTests {

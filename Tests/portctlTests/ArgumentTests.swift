@@ -6,13 +6,7 @@
 import Foundation
 import Testing
 
-@testable import PortCore
-@testable import PortMessaging
-@testable import PortNameClient
-@testable import PortNameProtocol
-@testable import PortRunLoop
-@testable import PortSystem
-@testable import PortWire
+import PortCore
 @testable import portctl
 
 @Suite struct ArgumentTests {

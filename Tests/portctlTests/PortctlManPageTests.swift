@@ -5,15 +5,11 @@
 // scripts/lint-man.)
 
 import Foundation
+import PortTestSupport
 import Testing
 
 @Suite struct PortctlManPageTests {
-    static let page: String = {
-        var parts = #filePath.split(separator: "/", omittingEmptySubsequences: false)
-        parts.removeLast(4)
-        let path = parts.joined(separator: "/") + "/man/portctl.1"
-        return (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
-    }()
+    static let page = (try? String(contentsOfFile: SourceTree.path("man/portctl.1"), encoding: .utf8)) ?? ""
 
     static let verbs = ["register", "listen", "send", "request", "checkin", "list", "lookup", "watch", "status", "wait"]
 

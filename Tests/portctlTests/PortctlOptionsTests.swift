@@ -1,38 +1,30 @@
 // PortctlOptionsTests: portctl's option handling through the real binary,
-// against the fake and the real portd: the common options before the verb
+// against the real portd (DaemonProcess): the common options before the verb
 // (as `busctl --user list`), the value after the verb winning over the one
 // before it, register taking --json and --quiet like every verb, and
 // --max-bytes bounding what listen and request print of a component that
 // travels as a memfd (a file larger than one record).
-// The `.real` cases need the daemon side of the name server (branch `ns`).
 
 import Foundation
 import Glibc
 import Testing
 
-@testable import PortCore
-@testable import PortMessaging
-@testable import PortNameClient
-@testable import PortNameProtocol
-@testable import PortRunLoop
-@testable import PortSystem
-@testable import PortWire
+import PortCore
+import PortTestSupport
 
 @Suite struct PortctlOptionsTests {
-    static let kinds = DaemonKind.selected
-
-    @Test(arguments: kinds) func commonOptionsGoBeforeTheVerb(_ kind: DaemonKind) throws {
-        let d = try TestDaemon(kind)
+    @Test func commonOptionsGoBeforeTheVerb() throws {
+        let d = try DaemonProcess.started()
         let missing = d.directory.appending("missing.sock")
         // No PORTD_SOCKET: the socket comes from the option alone.
-        let status = try runPortctl(["--socket", d.socket, "status"])
+        let status = try runPortctl(["--socket", d.socketPath, "status"])
         #expect(status.status == 0, "\(status.standardError)")
-        #expect(textField(status.standardOutput, "socket") == d.socket)
-        let json = try runPortctl(["--json", "--socket", missing, "--timeout", "20", "status", "--socket", d.socket])
+        #expect(textField(status.standardOutput, "socket") == d.socketPath)
+        let json = try runPortctl(["--json", "--socket", missing, "--timeout", "20", "status", "--socket", d.socketPath])
         #expect(json.status == 0, "\(json.standardError)")
-        #expect(try jsonObject(json.standardOutput)["socket"] as? String == d.socket)
+        #expect(try jsonObject(json.standardOutput)["socket"] as? String == d.socketPath)
         // Given before and after the verb, the value after it wins.
-        let after = try runPortctl(["--socket", d.socket, "list", "--socket", missing])
+        let after = try runPortctl(["--socket", d.socketPath, "list", "--socket", missing])
         #expect(after.status == 69)
         #expect(after.standardError == "portctl: portd is not running at \(missing)\n")
 
@@ -47,7 +39,7 @@ import Testing
         #expect(int(try jsonObject(listener.standardOutput), "msgid") == 5)
 
         // A bad value before the verb is reported with the verb's usage.
-        let bad = try runPortctl(["--timeout", "0", "status", "--socket", d.socket])
+        let bad = try runPortctl(["--timeout", "0", "status", "--socket", d.socketPath])
         #expect(bad.status == 64)
         #expect(bad.standardError.contains("--timeout must be"))
         #expect(bad.standardError.contains("Usage: portctl status"))
@@ -65,8 +57,8 @@ import Testing
         #expect(last.standardError == "portctl: portd is not running at \(userSocket)\n")
     }
 
-    @Test(arguments: kinds) func registerTakesJsonAndQuiet(_ kind: DaemonKind) throws {
-        let d = try TestDaemon(kind)
+    @Test func registerTakesJsonAndQuiet() throws {
+        let d = try DaemonProcess.started()
         let svc = uniqueName("reg")
         let held = try d.portctl(["--json", "register", svc, "-q", "--json", "--", "/bin/sh", "-c", "echo held; exit 4"])
         #expect(held.status == 4, "\(held.standardError)")
@@ -77,8 +69,8 @@ import Testing
     /// An 8 MiB file component (a memfd on the way) prints a bounded line:
     /// its length, "truncated", and the first 64 KiB in JSON; the first
     /// --max-bytes in text; only the lengths of a memfd reply with 0.
-    @Test(arguments: kinds) func largeComponentsAreCut(_ kind: DaemonKind) throws {
-        let d = try TestDaemon(kind)
+    @Test func largeComponentsAreCut() throws {
+        let d = try DaemonProcess.started()
         let size = 8 << 20
         let file = d.directory.appending("8MiB")
         var bytes = Data(repeating: UInt8(ascii: "p"), count: size)

@@ -8,13 +8,8 @@ import Glibc
 import Logging
 import Testing
 
-@testable import PortCore
-@testable import PortMessaging
-@testable import PortNameClient
-@testable import PortNameProtocol
-@testable import PortRunLoop
-@testable import PortSystem
-@testable import PortWire
+import PortCore
+import PortTestSupport
 @testable import portd
 
 @Suite struct JournalLogHandlerTests {

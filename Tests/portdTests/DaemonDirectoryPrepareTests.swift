@@ -3,13 +3,7 @@
 
 import Glibc
 import Testing
-@testable import PortCore
-@testable import PortMessaging
-@testable import PortNameClient
-@testable import PortNameProtocol
-@testable import PortRunLoop
-@testable import PortSystem
-@testable import PortWire
+import PortCore
 @testable import portd
 
 @Suite struct DaemonDirectoryPrepareTests {

@@ -1,37 +1,22 @@
 // ExamplesTests: the scripts in examples/ work as their comments say,
-// against the fake and the real portd:
+// against the real portd (DaemonProcess):
 //   - portd_lookup_send.py, written from portd-protocol(7) alone, looks a
 //     name up through portd and sends to it (a message, and a request whose
 //     reply it prints), and exits with portctl's statuses when it cannot;
 //   - shell_service.sh is a service in shell run by `portctl listen --exec`.
-// The `.real` cases need the daemon side of the name server (branch `ns`).
 
 import Foundation
 import Glibc
 import Testing
 
-@testable import PortCore
-@testable import PortMessaging
-@testable import PortNameClient
-@testable import PortNameProtocol
-@testable import PortRunLoop
-@testable import PortSystem
-@testable import PortWire
+import PortCore
+import PortTestSupport
 
 @Suite struct ExamplesTests {
-    static let kinds = DaemonKind.selected
+    static var python: String { SourceTree.path("examples/portd_lookup_send.py") }
+    static var shell: String { SourceTree.path("examples/shell_service.sh") }
 
-    /// The package root, from this file's path (<root>/Tests/PortdTests/ExamplesTests.swift).
-    static let root: String = {
-        var parts = #filePath.split(separator: "/", omittingEmptySubsequences: false)
-        parts.removeLast(3)
-        return parts.joined(separator: "/")
-    }()
-
-    static var python: String { root + "/examples/portd_lookup_send.py" }
-    static var shell: String { root + "/examples/shell_service.sh" }
-
-    private func run(_ d: TestDaemon, _ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws
+    private func run(_ d: DaemonProcess, _ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws
         -> CommandResult
     {
         let child = try ChildProcess(
@@ -41,8 +26,8 @@ import Testing
         return CommandResult(status: status, standardOutput: child.standardOutput, standardError: child.standardError)
     }
 
-    @Test(arguments: kinds) func pythonLooksUpAndSends(_ kind: DaemonKind) throws {
-        let d = try TestDaemon(kind)
+    @Test func pythonLooksUpAndSends() throws {
+        let d = try DaemonProcess.started()
         let svc = uniqueName("py-target")
         let listener = try d.startPortctl(["listen", svc, "--count", "1", "--json"])
         try listener.waitForStandardError(containing: "listening on \(svc)")
@@ -54,8 +39,8 @@ import Testing
         #expect((m["components"] as? [[String: Any]])?.compactMap { $0["text"] as? String } == ["hello", "wörld"])
     }
 
-    @Test(arguments: kinds) func pythonRequestsFromTheShellService(_ kind: DaemonKind) throws {
-        let d = try TestDaemon(kind)
+    @Test func pythonRequestsFromTheShellService() throws {
+        let d = try DaemonProcess.started()
         let svc = uniqueName("upper")
         let service = try ChildProcess(
             executable: Self.shell, arguments: [svc, "--count", "3"],
@@ -72,8 +57,8 @@ import Testing
         #expect(try service.waitForExit() == 0, "\(service.standardError)")
     }
 
-    @Test(arguments: kinds) func pythonWaitsAndFailsWithPortctlStatuses(_ kind: DaemonKind) throws {
-        let d = try TestDaemon(kind)
+    @Test func pythonWaitsAndFailsWithPortctlStatuses() throws {
+        let d = try DaemonProcess.started()
         let missing = uniqueName("missing")
         let notFound = try run(d, "/usr/bin/python3", [Self.python, missing, "1"])
         #expect(notFound.status == 67)

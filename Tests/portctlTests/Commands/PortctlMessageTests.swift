@@ -1,5 +1,5 @@
 // PortctlMessageTests: portctl's message verbs through the real binary,
-// against the fake and the real portd (TestDaemon): listen and send with
+// against the real portd (DaemonProcess): listen and send with
 // components in order (text, NUL bytes, hex, standard input, a file), text
 // output that escapes control bytes, --json parsed here, a 100 MiB
 // component from a file, request/reply to a shell service (--exec) in
@@ -8,26 +8,18 @@
 //
 // Synchronisation is by events: "listening on NAME" / "checked in to" on
 // standard error, `send --wait`, a flag the test's own handler raises.
-// The `.real` cases need the daemon side of the name server (branch `ns`).
 
 import Foundation
 import Glibc
 import Synchronization
 import Testing
 
-@testable import PortCore
-@testable import PortMessaging
-@testable import PortNameClient
-@testable import PortNameProtocol
-@testable import PortRunLoop
-@testable import PortSystem
-@testable import PortWire
+import PortCore
+import PortTestSupport
 
 @Suite struct PortctlMessageTests {
-    static let kinds = DaemonKind.selected
-
-    @Test(arguments: kinds) func componentsArriveInOrder(_ kind: DaemonKind) throws {
-        let d = try TestDaemon(kind)
+    @Test func componentsArriveInOrder() throws {
+        let d = try DaemonProcess.started()
         let svc = uniqueName("order")
         let file = d.directory.appending("blob")
         try Data([1, 2, 3]).write(to: URL(fileURLWithPath: file))
@@ -54,8 +46,8 @@ import Testing
         #expect(c[4]["text"] as? String == "" && int(c[4], "length") == 0)
     }
 
-    @Test(arguments: kinds) func textOutputNeverCarriesControlBytes(_ kind: DaemonKind) throws {
-        let d = try TestDaemon(kind)
+    @Test func textOutputNeverCarriesControlBytes() throws {
+        let d = try DaemonProcess.started()
         let svc = uniqueName("text")
         let listener = try d.startPortctl(["listen", svc, "--count", "1"])
         try listener.waitForStandardError(containing: "listening on \(svc)")
@@ -69,8 +61,8 @@ import Testing
         #expect(!out.utf8.contains(0x1b) && !out.utf8.contains(0) && !out.utf8.contains(0x0d))
     }
 
-    @Test(arguments: kinds) func aHundredMiBComponentFromAFile(_ kind: DaemonKind) throws {
-        let d = try TestDaemon(kind)
+    @Test func aHundredMiBComponentFromAFile() throws {
+        let d = try DaemonProcess.started()
         let svc = uniqueName("big")
         let file = d.directory.appending("100MiB")
         var pattern = Data(count: 1 << 20)
@@ -90,8 +82,8 @@ import Testing
         #expect(try service.waitForExit() == 0, "\(service.standardError)")
     }
 
-    @Test(arguments: kinds) func requestAndReplyFromAShellService(_ kind: DaemonKind) throws {
-        let d = try TestDaemon(kind)
+    @Test func requestAndReplyFromAShellService() throws {
+        let d = try DaemonProcess.started()
         let svc = uniqueName("upper")
         let service = try d.startPortctl(["listen", svc, "--count", "3", "--exec", "tr a-z A-Z"])
         try service.waitForStandardError(containing: "listening on \(svc)")
@@ -108,8 +100,8 @@ import Testing
         #expect(try service.waitForExit() == 0, "\(service.standardError)")
     }
 
-    @Test(arguments: kinds) func portctlChecksInToAServer(_ kind: DaemonKind) throws {
-        let d = try TestDaemon(kind)
+    @Test func portctlChecksInToAServer() throws {
+        let d = try DaemonProcess.started()
         let server = uniqueName("server")
         let client = try d.client()
         guard case .registered(let port) = try client.register(server) else {
@@ -146,8 +138,8 @@ import Testing
         #expect(orphan.standardError.contains("went away"))
     }
 
-    @Test(arguments: kinds) func checkInHandshakeBetweenTwoPortctls(_ kind: DaemonKind) throws {
-        let d = try TestDaemon(kind)
+    @Test func checkInHandshakeBetweenTwoPortctls() throws {
+        let d = try DaemonProcess.started()
         let server = uniqueName("hub")
         // The server answers each check-in through the worker's port (the check-in's reply port).
         let hub = try d.startPortctl(["listen", server, "--count", "1", "--exec", #"printf 'welcome %s' "$(cat)""#])
@@ -160,8 +152,8 @@ import Testing
         #expect(try hub.waitForExit() == 0)
     }
 
-    @Test(arguments: kinds) func quietAndJsonForSend(_ kind: DaemonKind) throws {
-        let d = try TestDaemon(kind)
+    @Test func quietAndJsonForSend() throws {
+        let d = try DaemonProcess.started()
         let svc = uniqueName("quiet")
         let service = try d.startPortctl(["listen", svc, "--count", "2", "--quiet", "--exec", "cat"])
         let sent = try d.portctl(["send", svc, "--msgid", "3", "--data", "x", "--json", "--wait", "--timeout", "20"])

@@ -1,26 +1,18 @@
 // PortctlNameTests: portctl's name verbs through the real binary, against
-// the fake and the real portd: register -- COMMAND with a Python child that
+// the real portd (DaemonProcess): register -- COMMAND with a Python child that
 // takes its receive right from LISTEN_FDS (and a relayed SIGTERM), watch
 // while an owner is killed with kill -9, list, lookup with a queued owner,
 // wait, status; and every documented exit status of these verbs.
-// The `.real` cases need the daemon side of the name server (branch `ns`).
 
 import Foundation
 import Glibc
 import Synchronization
 import Testing
 
-@testable import PortCore
-@testable import PortMessaging
-@testable import PortNameClient
-@testable import PortNameProtocol
-@testable import PortRunLoop
-@testable import PortSystem
-@testable import PortWire
+import PortCore
+import PortTestSupport
 
 @Suite struct PortctlNameTests {
-    static let kinds = DaemonKind.selected
-
     /// A service in Python that takes its socket as sd_listen_fds(3) says,
     /// serves one message (decoding the record by portd-protocol(7)), and
     /// exits with 3.
@@ -40,8 +32,8 @@ import Testing
         sys.exit(3)
         """#
 
-    @Test(arguments: kinds) func registerHandsTheNameToAPythonChild(_ kind: DaemonKind) throws {
-        let d = try TestDaemon(kind)
+    @Test func registerHandsTheNameToAPythonChild() throws {
+        let d = try DaemonProcess.started()
         let svc = uniqueName("py")
         let holder = try d.startPortctl(["register", svc, "--", "python3", "-c", Self.pythonService])
         let send = try d.portctl(["send", svc, "--wait", "--timeout", "20", "--msgid", "7", "--data", "hello"])
@@ -52,8 +44,8 @@ import Testing
         #expect(try d.portctl(["lookup", svc]).status == 67)
     }
 
-    @Test(arguments: kinds) func registerRelaysSIGTERM(_ kind: DaemonKind) throws {
-        let d = try TestDaemon(kind)
+    @Test func registerRelaysSIGTERM() throws {
+        let d = try DaemonProcess.started()
         let svc = uniqueName("term")
         let script = """
             import signal, sys
@@ -72,8 +64,8 @@ import Testing
         #expect(holder.standardOutput == "ready\nTERM\n")
     }
 
-    @Test(arguments: kinds) func watchSeesAnOwnerKilledWithSIGKILL(_ kind: DaemonKind) throws {
-        let d = try TestDaemon(kind)
+    @Test func watchSeesAnOwnerKilledWithSIGKILL() throws {
+        let d = try DaemonProcess.started()
         let svc = uniqueName("victim")
         let watcher = try d.startPortctl(["watch", svc, "--count", "2", "--json"])
         try watcher.waitForStandardError(containing: "watching \(svc)")
@@ -96,10 +88,10 @@ import Testing
         }
     }
 
-    @Test(arguments: kinds) func replacementThroughPortctl(_ kind: DaemonKind) throws {
-        let d = try TestDaemon(kind)
+    @Test func replacementThroughPortctl() throws {
+        let d = try DaemonProcess.started()
         let svc = uniqueName("swap")
-        let watcher = try d.startPortctl(["watch", svc, "--count", "2", "--socket", d.socket], environment: ["PORTD_SOCKET": ""])
+        let watcher = try d.startPortctl(["watch", svc, "--count", "2", "--socket", d.socketPath], environment: ["PORTD_SOCKET": ""])
         try watcher.waitForStandardError(containing: "watching \(svc)")
         let first = try d.startPortctl(["listen", svc, "--allow-replacement"])
         try first.waitForStandardError(containing: "listening on \(svc)")
@@ -113,19 +105,15 @@ import Testing
             "registered \(svc) new=\(first.pid)/\(getuid())",
             "replaced \(svc) old=\(first.pid)/\(getuid()) new=\(second.pid)/\(getuid())",
         ])
-        if kind == .real {
-            // portd tells the replaced owner (NAME_LOST): listen ends by itself.
-            #expect(try first.waitForExit() == 74)
-            #expect(first.standardError.contains("\(svc) was taken over by pid \(second.pid) uid \(getuid())"), "\(first.standardError)")
-        } else {
-            first.signal(SIGTERM)
-        }
+        // portd tells the replaced owner (NAME_LOST): listen ends by itself.
+        #expect(try first.waitForExit() == 74)
+        #expect(first.standardError.contains("\(svc) was taken over by pid \(second.pid) uid \(getuid())"), "\(first.standardError)")
         #expect(first.standardOutput.isEmpty, "the replaced owner got nothing")
     }
 
-    @Test(arguments: kinds) func aDeclaredPortKeepsWhatWasSentBeforeItsService(_ kind: DaemonKind) throws {
+    @Test func aDeclaredPortKeepsWhatWasSentBeforeItsService() throws {
         let name = uniqueName("spool")
-        let d = try TestDaemon(kind, declaring: [name])
+        let d = try DaemonProcess.started(declaring: [name])
         // Sent while no service runs: it waits in the kernel's queue.
         #expect(try d.portctl(["send", name, "--msgid", "1", "--data", "early"]).status == 0)
         let service = try d.portctl(["listen", name, "--declared", "--count", "1", "--json", "--timeout", "20"])
@@ -134,8 +122,8 @@ import Testing
         #expect(try d.portctl(["listen", uniqueName("undeclared"), "--declared"]).status == 67)
     }
 
-    @Test(arguments: kinds) func listenWatchAndQueueEndWhenPortdGoes(_ kind: DaemonKind) throws {
-        let d = try TestDaemon(kind)
+    @Test func listenWatchAndQueueEndWhenPortdGoes() throws {
+        let d = try DaemonProcess.started()
         let svc = uniqueName("orphaned")
         let listener = try d.startPortctl(["listen", svc])
         try listener.waitForStandardError(containing: "listening on \(svc)")
@@ -143,15 +131,15 @@ import Testing
         try queued.waitForStandardError(containing: "queued for it")
         let watcher = try d.startPortctl(["watch"])
         try watcher.waitForStandardError(containing: "watching every name")
-        try d.stop()
+        #expect(try d.stop() == 0)
         for (what, child) in [("listen", listener), ("queued listen", queued), ("watch", watcher)] {
             #expect(try child.waitForExit() == 74, "\(what): \(child.standardError)")
         }
         #expect(listener.standardError.contains("portd closed the connection; \(svc) is no longer registered"))
     }
 
-    @Test(arguments: kinds) func watchEveryNameInText(_ kind: DaemonKind) throws {
-        let d = try TestDaemon(kind)
+    @Test func watchEveryNameInText() throws {
+        let d = try DaemonProcess.started()
         let svc = uniqueName("any")
         let watcher = try d.startPortctl(["watch", "--count", "1"])
         try watcher.waitForStandardError(containing: "watching every name")
@@ -161,8 +149,8 @@ import Testing
         #expect(watcher.standardOutput == "registered \(svc) new=\(getpid())/\(getuid())\n")
     }
 
-    @Test(arguments: kinds) func listLookupWithAQueueAndStatus(_ kind: DaemonKind) throws {
-        let d = try TestDaemon(kind)
+    @Test func listLookupWithAQueueAndStatus() throws {
+        let d = try DaemonProcess.started()
         let svc = uniqueName("listed")
         let empty = try d.portctl(["list", "--json"])
         #expect(empty.status == 0 && empty.standardOutput.isEmpty)
@@ -190,7 +178,7 @@ import Testing
 
         let status = try d.portctl(["status", "--json"])
         let s = try jsonObject(status.standardOutput)
-        #expect(s["socket"] as? String == d.socket && int(s, "pid") == Int(d.pid))
+        #expect(s["socket"] as? String == d.socketPath && int(s, "pid") == Int(d.pid))
         #expect(int(s, "names") == 1 && (int(s, "clients") ?? 0) >= 2)
         let statusText = try d.portctl(["status"])
         #expect(textField(statusText.standardOutput, "pid") == String(d.pid))
@@ -204,8 +192,8 @@ import Testing
         #expect(try queued.waitForExit() == 0)
     }
 
-    @Test(arguments: kinds) func waitReturnsWhenTheNameAppears(_ kind: DaemonKind) throws {
-        let d = try TestDaemon(kind)
+    @Test func waitReturnsWhenTheNameAppears() throws {
+        let d = try DaemonProcess.started()
         let svc = uniqueName("awaited")
         let waiter = try d.startPortctl(["wait", svc, "--timeout", "20"])
         let owner = try d.client()
@@ -217,8 +205,8 @@ import Testing
         #expect(int(try jsonObject(json.standardOutput), "pid") == Int(getpid()))
     }
 
-    @Test(arguments: kinds) func exitStatuses(_ kind: DaemonKind) throws {
-        let d = try TestDaemon(kind)
+    @Test func exitStatuses() throws {
+        let d = try DaemonProcess.started()
         let missing = uniqueName("missing")
         // 67: not registered.
         for line in [["lookup", missing], ["send", missing, "--msgid", "1"], ["request", missing, "--msgid", "1"], ["checkin", missing]] {

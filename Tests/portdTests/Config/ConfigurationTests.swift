@@ -8,13 +8,8 @@ import Foundation
 import Glibc
 import Testing
 
-@testable import PortCore
-@testable import PortMessaging
-@testable import PortNameClient
-@testable import PortNameProtocol
-@testable import PortRunLoop
-@testable import PortSystem
-@testable import PortWire
+import PortCore
+import PortTestSupport
 @testable import portd
 
 /// Accounts that do not depend on the machine.
@@ -99,9 +94,7 @@ private func write(_ text: String, to path: String) throws {
     }
 
     @Test func theManPageDocumentsEveryLimitAndItsDefault() throws {
-        let page = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("man/portd.conf.5")
-        let text = try String(contentsOf: page, encoding: .utf8)
+        let text = try String(contentsOfFile: SourceTree.path("man/portd.conf.5"), encoding: .utf8)
         for key in DaemonLimits.keys {
             let value = DaemonLimits.default[keyPath: key.field]
             #expect(text.contains(".It Cm \(key.name) Ns = Ns Ar"), "\(key.name) is not an item of portd.conf(5)")

@@ -9,13 +9,8 @@ import Foundation
 import Glibc
 import Testing
 
-@testable import PortCore
-@testable import PortMessaging
-@testable import PortNameClient
-@testable import PortNameProtocol
-@testable import PortRunLoop
-@testable import PortSystem
-@testable import PortWire
+import PortCore
+import PortTestSupport
 @testable import portd
 
 private func name(_ s: String) -> PortName { try! PortName(validating: s) }

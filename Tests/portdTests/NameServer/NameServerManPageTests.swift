@@ -4,19 +4,14 @@
 // defaults to what the pages say.
 
 import Foundation
+import PortTestSupport
 import Testing
 
 @testable import portd
 
 @Suite struct NameServerManPageTests {
-    static let root: String = {
-        var parts = #filePath.split(separator: "/", omittingEmptySubsequences: false)
-        parts.removeLast(3)  // Tests/PortdTests/<this file>
-        return parts.joined(separator: "/")
-    }()
-
     static func page(_ name: String) throws -> String {
-        try String(contentsOfFile: "\(root)/man/\(name)", encoding: .utf8)
+        try String(contentsOfFile: SourceTree.path("man/\(name)"), encoding: .utf8)
     }
 
     @Test func everyMessageIDIsDocumentedAsTheCodeHasIt() throws {

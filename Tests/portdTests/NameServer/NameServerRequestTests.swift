@@ -4,13 +4,7 @@
 
 import Testing
 
-@testable import PortCore
-@testable import PortMessaging
-@testable import PortNameClient
-@testable import PortNameProtocol
-@testable import PortRunLoop
-@testable import PortSystem
-@testable import PortWire
+import PortCore
 @testable import portd
 
 private typealias ID = NameServerRequest.MessageID

@@ -1,14 +1,21 @@
-// NameServerTestSupport: speaking the name-server protocol from tests with
-// raw PortCore (the client library is written elsewhere):
+// NameServerTestSupport: speaking the name-server protocol from portd's
+// tests with raw PortCore, word by word (PortNameServer, the client, is
+// tested in PortNameClientTests):
 //   - `NameClient`: one connection to portd's control socket; `request`
 //     sends a request (msgid, string components, optional REPLY_PORT) and
 //     returns the reply, as `SendRight.request` does;
 //   - `TestLoop` and `Inbox`: a port of the test's own (anonymous, or a
 //     registered name's listening socket) served on a run-loop thread, whose
 //     messages a test waits for with a bound (an event, not a sleep);
-//   - `HostedNameServer`: a NameServer (the glue, not a process) on its own
-//     loop thread with settings a test chooses (declared ports, policy,
-//     small limits), on a control socket in a temporary directory;
+//   - `HostedNameServer`: portd's own NameServer (the glue, not a process,
+//     and not a second implementation of the protocol) on its own loop
+//     thread with settings a test chooses (declared ports, policy, small
+//     limits), on a control socket in a temporary directory. End-to-end
+//     tests run the real binary (PortTestSupport's DaemonProcess); this is
+//     for what only the daemon's insides can show: policy as arbitrary
+//     closures, an instance serving another uid (without root), the
+//     boundaries of its loop's passes (`markPasses`), and its log lines as
+//     values;
 //   - `LogCapture`: the lines a hosted name server logged;
 //   - `NameServerFixture`: the Python client of Fixtures/name_client.py.
 
@@ -19,13 +26,8 @@ import Logging
 import Synchronization
 import Testing
 
-@testable import PortCore
-@testable import PortMessaging
-@testable import PortNameClient
-@testable import PortNameProtocol
-@testable import PortRunLoop
-@testable import PortSystem
-@testable import PortWire
+import PortCore
+import PortTestSupport
 @testable import portd
 
 typealias MessageID = NameServerRequest.MessageID
@@ -299,12 +301,7 @@ final class HostedNameServer: @unchecked Sendable {
 // MARK: - The Python client
 
 enum NameServerFixture {
-    /// Tests/PortdTests/Fixtures/name_client.py.
-    static let script: String = {
-        var parts = #filePath.split(separator: "/", omittingEmptySubsequences: false)
-        parts.removeLast()
-        return parts.joined(separator: "/") + "/Fixtures/name_client.py"
-    }()
+    static let script = SourceTree.path("Tests/portdTests/Fixtures/name_client.py")
 
     /// Starts `python3 name_client.py arguments...`.
     static func start(_ arguments: [String]) throws -> ChildProcess {

@@ -13,13 +13,8 @@ import Foundation
 import Glibc
 import Testing
 
-@testable import PortCore
-@testable import PortMessaging
-@testable import PortNameClient
-@testable import PortNameProtocol
-@testable import PortRunLoop
-@testable import PortSystem
-@testable import PortWire
+import PortCore
+import PortTestSupport
 @testable import portd
 
 @Suite struct FileDescriptorStoreTests {

@@ -9,13 +9,8 @@ import Glibc
 import Testing
 @testable import portd
 
-@testable import PortCore
-@testable import PortMessaging
-@testable import PortNameClient
-@testable import PortNameProtocol
-@testable import PortRunLoop
-@testable import PortSystem
-@testable import PortWire
+import PortCore
+import PortTestSupport
 
 private let activator = "/usr/bin/systemd-socket-activate"
 

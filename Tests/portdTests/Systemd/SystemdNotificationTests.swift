@@ -15,13 +15,8 @@
 import Glibc
 import Testing
 
-@testable import PortCore
-@testable import PortMessaging
-@testable import PortNameClient
-@testable import PortNameProtocol
-@testable import PortRunLoop
-@testable import PortSystem
-@testable import PortWire
+import PortCore
+import PortTestSupport
 @testable import portd
 
 /// Sets (or, for nil, unsets) environment variables around `body`, then
