@@ -88,7 +88,7 @@ let package = Package(
         // and portctl, waits, hex, loop threads.
         .target(
             name: "PortTestSupport",
-            dependencies: ["CPortSystem", "PortSystem", "PortWire", "PortRunLoop", "PortMessaging", "PortNameClient"],
+            dependencies: ["CPortSystem", "PortSystem", "PortWire", "PortRunLoop", "PortNameClient"],
             path: "Tests/PortTestSupport"
         ),
         .testTarget(name: "PortSystemTests", dependencies: ["PortSystem", "CPortSystem", "PortWire", "PortTestSupport"]),
@@ -100,30 +100,18 @@ let package = Package(
             exclude: ["Fixtures"]  // Python peers the tests run, not sources
         ),
         .testTarget(name: "PortNameProtocolTests", dependencies: ["PortNameProtocol", "PortNameClient", "PortSystem"]),
-        .testTarget(
-            name: "PortNameClientTests",
-            dependencies: [
-                "PortNameClient", "PortNameProtocol", "PortMessaging", "PortRunLoop", "PortSystem", "PortWire",
-                "PortTestSupport",
-            ]
-        ),
+        // PortCore too: the end-to-end tests use every layer, as a client does.
+        .testTarget(name: "PortNameClientTests", dependencies: ["PortNameClient", "PortCore", "PortTestSupport"]),
         // `import PortCore` as a user writes it, beside Foundation.
         .testTarget(name: "PortCoreTests", dependencies: ["PortCore"]),
         .testTarget(
             name: "portdTests",
-            dependencies: [
-                "portd", "PortCore", "PortActivation", "PortSystem", "PortWire", "PortRunLoop", "PortMessaging",
-                "PortNameProtocol", "PortNameClient", "PortTestSupport",
-                .product(name: "Logging", package: "swift-log"),
-            ],
+            dependencies: ["portd", "PortCore", "PortTestSupport", .product(name: "Logging", package: "swift-log")],
             exclude: ["Fixtures"]
         ),
         .testTarget(
             name: "portctlTests",
-            dependencies: [
-                "portctl", "PortCore", "PortActivation", "PortSystem", "PortWire", "PortRunLoop", "PortMessaging",
-                "PortNameProtocol", "PortNameClient", "PortTestSupport",
-            ]
+            dependencies: ["portctl", "PortCore", "PortActivation", "PortTestSupport"]
         ),
     ],
     swiftLanguageModes: [.v6]
