@@ -80,22 +80,38 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // Tests mirror the targets above: one test target per layer (each
+        // `@testable import`s the layer it tests), portdTests and
+        // portctlTests for the executables (their parts, and end to end with
+        // the built binaries). PortTestSupport is shared by all of them: the
+        // one child-process type, the one harness that runs the real portd
+        // and portctl, waits, hex, loop threads.
+        .target(
+            name: "PortTestSupport",
+            dependencies: ["CPortSystem", "PortSystem", "PortWire", "PortRunLoop", "PortNameClient"],
+            path: "Tests/PortTestSupport"
+        ),
+        .testTarget(name: "PortSystemTests", dependencies: ["PortSystem", "CPortSystem", "PortWire", "PortTestSupport"]),
+        .testTarget(name: "PortWireTests", dependencies: ["PortWire", "PortSystem", "PortTestSupport"]),
+        .testTarget(name: "PortRunLoopTests", dependencies: ["PortRunLoop", "PortSystem", "PortTestSupport"]),
         .testTarget(
-            name: "PortCoreTests",
-            dependencies: ["PortCore", "CPortSystem", "PortSystem", "PortWire", "PortRunLoop", "PortMessaging", "PortNameProtocol", "PortNameClient"],
+            name: "PortMessagingTests",
+            dependencies: ["PortMessaging", "PortSystem", "PortWire", "PortRunLoop", "PortTestSupport"],
             exclude: ["Fixtures"]  // Python peers the tests run, not sources
         ),
-        // Unit tests of portd's parts (@testable import portd) and
-        // integration tests that run the built portd and portctl binaries.
+        .testTarget(name: "PortNameProtocolTests", dependencies: ["PortNameProtocol", "PortNameClient", "PortSystem"]),
+        // PortCore too: the end-to-end tests use every layer, as a client does.
+        .testTarget(name: "PortNameClientTests", dependencies: ["PortNameClient", "PortCore", "PortTestSupport"]),
+        // `import PortCore` as a user writes it, beside Foundation.
+        .testTarget(name: "PortCoreTests", dependencies: ["PortCore"]),
         .testTarget(
-            name: "PortdTests",
-            dependencies: ["PortCore", "CPortSystem", "portd", "PortActivation", "PortSystem", "PortWire", "PortRunLoop", "PortMessaging", "PortNameProtocol", "PortNameClient"],
+            name: "portdTests",
+            dependencies: ["portd", "PortCore", "PortTestSupport", .product(name: "Logging", package: "swift-log")],
             exclude: ["Fixtures"]
         ),
-        // Unit tests of portctl's parts (@testable import portctl), without a daemon.
         .testTarget(
-            name: "PortctlTests",
-            dependencies: ["PortCore", "portctl", "PortActivation", "PortSystem", "PortWire", "PortRunLoop", "PortMessaging", "PortNameProtocol", "PortNameClient"]
+            name: "portctlTests",
+            dependencies: ["portctl", "PortCore", "PortActivation", "PortTestSupport"]
         ),
     ],
     swiftLanguageModes: [.v6]

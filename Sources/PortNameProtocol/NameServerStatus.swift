@@ -26,6 +26,11 @@ public struct NameServerStatus: Sendable, Hashable {
     public struct Field: Sendable, Hashable {
         public var key: String
         public var value: String
+
+        package init(key: String, value: String) {
+            self.key = key
+            self.value = value
+        }
     }
 
     /// portd's status, its fields in the protocol's order.

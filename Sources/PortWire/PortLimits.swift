@@ -8,10 +8,11 @@
 // sk_sndbuf minus a small overhead with EMSGSIZE (unix_dgram_sendmsg). At the
 // default SO_SNDBUF of 212,992 bytes the largest record that goes through is
 // 212,960 bytes on Linux 6.18 (this machine; overhead 32) and was 212,892 on
-// an older kernel (overhead 100). PortLimitsTests measures it again on every
-// run and checks that `maxRecordSize` fits. The default keeps 16 KiB of margin
-// below the smallest figure so that a record PortCore accepts can be sent by
-// any peer at default buffer sizes; larger payloads go as sealed memfds.
+// an older kernel (overhead 100). RecordLimitTests (PortSystemTests)
+// measures it again on every run and checks that `maxRecordSize` fits. The
+// default keeps 16 KiB of margin below the smallest figure so that a record
+// PortCore accepts can be sent by any peer at default buffer sizes; larger
+// payloads go as sealed memfds.
 
 /// Limits on one port message. The defaults suit the default socket buffer
 /// sizes; both ends of a connection should use the same values.

@@ -1,0 +1,50 @@
+// PortctlManPageTests: man/portctl.1 against `portctl --help`: every
+// subcommand has its entry, every long option a verb's help lists is
+// described (as `Fl -option`), and the exit statuses of the page are the
+// ones --help prints, which come from ExitStatus. (mandoc's lint runs in
+// scripts/lint-man.)
+
+import Foundation
+import PortTestSupport
+import Testing
+
+@Suite struct PortctlManPageTests {
+    static let page = (try? String(contentsOfFile: SourceTree.path("man/portctl.1"), encoding: .utf8)) ?? ""
+
+    static let verbs = ["register", "listen", "send", "request", "checkin", "list", "lookup", "watch", "status", "wait"]
+
+    @Test func everySubcommandHasAnEntry() throws {
+        let help = try runPortctl(["--help"]).standardOutput
+        let listed = help.components(separatedBy: "SUBCOMMANDS:").last!.split(separator: "\n").compactMap {
+            $0.hasPrefix("  ") && !$0.hasPrefix("   ") ? $0.split(separator: " ").first.map(String.init) : nil
+        }.filter { $0 != "See" }  // "  See 'portctl help <subcommand>' ..."
+        #expect(Set(listed) == Set(Self.verbs))
+        for verb in Self.verbs { #expect(Self.page.contains(".It Cm \(verb)"), "\(verb)") }
+    }
+
+    @Test(arguments: verbs) func everyOptionIsDescribed(_ verb: String) throws {
+        let help = try runPortctl([verb, "--help"]).standardOutput
+        let options = help.components(separatedBy: "OPTIONS:").last!
+        let regex = try NSRegularExpression(pattern: "^  (?:-[a-z], )?--([a-z-]+)", options: [.anchorsMatchLines])
+        let names = regex.matches(in: options, range: NSRange(options.startIndex..., in: options)).map {
+            String(options[Range($0.range(at: 1), in: options)!])
+        }
+        #expect(!names.isEmpty)
+        for name in names {
+            #expect(Self.page.contains("Fl -\(name)"), "portctl \(verb) --\(name) is not in portctl(1)")
+        }
+    }
+
+    @Test func exitStatusesMatchTheHelp() throws {
+        let help = try runPortctl(["--help"]).standardOutput
+        let fromHelp = help.split(separator: "\n").compactMap { line -> Int? in
+            let t = line.trimmingCharacters(in: .whitespaces)
+            guard line.hasPrefix("  "), let first = t.split(separator: "\t").first, t.contains("\t") else { return nil }
+            return Int(first)
+        }
+        let section = Self.page.components(separatedBy: ".Sh EXIT STATUS").last!.components(separatedBy: ".Sh EXAMPLES").first!
+        let fromPage = section.split(separator: "\n").compactMap { $0.hasPrefix(".It ") ? Int($0.dropFirst(4)) : nil }
+        #expect(fromHelp == [0, 1, 64, 67, 69, 74, 75, 76, 77])
+        #expect(fromPage == fromHelp)
+    }
+}

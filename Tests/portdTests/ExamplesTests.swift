@@ -1,0 +1,71 @@
+// ExamplesTests: the scripts in examples/ work as their comments say,
+// against the real portd (DaemonProcess):
+//   - portd_lookup_send.py, written from portd-protocol(7) alone, looks a
+//     name up through portd and sends to it (a message, and a request whose
+//     reply it prints), and exits with portctl's statuses when it cannot;
+//   - shell_service.sh is a service in shell run by `portctl listen --exec`.
+
+import Foundation
+import Glibc
+import Testing
+
+import PortCore
+import PortTestSupport
+
+@Suite struct ExamplesTests {
+    static var python: String { SourceTree.path("examples/portd_lookup_send.py") }
+    static var shell: String { SourceTree.path("examples/shell_service.sh") }
+
+    private func run(_ d: DaemonProcess, _ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws
+        -> CommandResult
+    {
+        let child = try ChildProcess(
+            executable: executable, arguments: arguments,
+            environment: ChildProcess.cleanEnvironment(d.environment.merging(environment) { _, new in new }))
+        let status = try child.waitForExit()
+        return CommandResult(status: status, standardOutput: child.standardOutput, standardError: child.standardError)
+    }
+
+    @Test func pythonLooksUpAndSends() throws {
+        let d = try DaemonProcess.started()
+        let svc = uniqueName("py-target")
+        let listener = try d.startPortctl(["listen", svc, "--count", "1", "--json"])
+        try listener.waitForStandardError(containing: "listening on \(svc)")
+        let sent = try run(d, "/usr/bin/python3", [Self.python, svc, "0x2a", "hello", "wörld"])
+        #expect(sent.status == 0, "\(sent.standardError)")
+        #expect(try listener.waitForExit() == 0)
+        let m = try jsonObject(listener.standardOutput)
+        #expect(int(m, "msgid") == 42)
+        #expect((m["components"] as? [[String: Any]])?.compactMap { $0["text"] as? String } == ["hello", "wörld"])
+    }
+
+    @Test func pythonRequestsFromTheShellService() throws {
+        let d = try DaemonProcess.started()
+        let svc = uniqueName("upper")
+        let service = try ChildProcess(
+            executable: Self.shell, arguments: [svc, "--count", "3"],
+            environment: ChildProcess.cleanEnvironment(d.environment.merging(["PORTCTL": try Binaries.portctl]) { _, n in n }))
+        try service.waitForStandardError(containing: "listening on \(svc)")
+
+        let upper = try run(d, "/usr/bin/python3", [Self.python, "--request", svc, "1", "hello"])
+        #expect(upper.status == 0, "\(upper.standardError)")
+        #expect(upper.standardOutput == "HELLO\n")
+        let count = try d.portctl(["request", svc, "--msgid", "2", "--data", "hello"])
+        #expect(count.standardOutput == "\"5\\n\"\n")
+        let other = try d.portctl(["request", svc, "--msgid", "9", "--raw"])
+        #expect(other.standardOutput == "unknown msgid 9 (1: capitals, 2: byte count)\n")
+        #expect(try service.waitForExit() == 0, "\(service.standardError)")
+    }
+
+    @Test func pythonWaitsAndFailsWithPortctlStatuses() throws {
+        let d = try DaemonProcess.started()
+        let missing = uniqueName("missing")
+        let notFound = try run(d, "/usr/bin/python3", [Self.python, missing, "1"])
+        #expect(notFound.status == 67)
+        #expect(notFound.standardError == "portd_lookup_send.py: \(missing) is not registered\n")
+        #expect(try run(d, "/usr/bin/python3", [Self.python, "--wait", "0.2", missing, "1"]).status == 75)
+        #expect(try run(d, "/usr/bin/python3", [Self.python, "only-a-name"]).status == 64)
+        let nobody = try run(d, "/usr/bin/python3", [Self.python, "--socket", d.directory.appending("none.sock"), missing, "1"])
+        #expect(nobody.status == 69)
+    }
+}

@@ -1,0 +1,311 @@
+// NameServerTestSupport: speaking the name-server protocol from portd's
+// tests with raw PortCore, word by word (PortNameServer, the client, is
+// tested in PortNameClientTests):
+//   - `NameClient`: one connection to portd's control socket; `request`
+//     sends a request (msgid, string components, optional REPLY_PORT) and
+//     returns the reply, as `SendRight.request` does;
+//   - `TestLoop` and `Inbox`: a port of the test's own (anonymous, or a
+//     registered name's listening socket) served on a run-loop thread, whose
+//     messages a test waits for with a bound (an event, not a sleep);
+//   - `HostedNameServer`: portd's own NameServer (the glue, not a process,
+//     and not a second implementation of the protocol) on its own loop
+//     thread with settings a test chooses (declared ports, policy, small
+//     limits), on a control socket in a temporary directory. End-to-end
+//     tests run the real binary (PortTestSupport's DaemonProcess); this is
+//     for what only the daemon's insides can show: policy as arbitrary
+//     closures, an instance serving another uid (without root), the
+//     boundaries of its loop's passes (`markPasses`), and its log lines as
+//     values;
+//   - `LogCapture`: the lines a hosted name server logged;
+//   - `NameServerFixture`: the Python client of Fixtures/name_client.py.
+
+import Dispatch
+import Foundation
+import Glibc
+import Logging
+import Synchronization
+import Testing
+
+import PortCore
+import PortTestSupport
+@testable import portd
+
+typealias MessageID = NameServerProtocol.MessageID
+
+// MARK: - Messages
+
+extension PCPortMessage {
+    /// The data components as strings ("" for a port).
+    var words: [String] { components.map { $0.string ?? "" } }
+
+    /// The send rights among the components.
+    var ports: [SendRight] {
+        components.compactMap {
+            if case .port(let r) = $0 { return r }
+            return nil
+        }
+    }
+}
+
+/// A descriptor of the test's own for the one `right` carries (a received
+/// listening socket, to make a PCPort of it).
+func duplicateDescriptor(of right: SendRight) throws -> Int32 {
+    let fd = fcntl(right.fd, F_DUPFD_CLOEXEC, 0)
+    if fd < 0 { throw HarnessError.unexpected("F_DUPFD_CLOEXEC failed") }
+    return fd
+}
+
+// MARK: - Client
+
+/// One client connection to portd's control socket.
+final class NameClient: Sendable {
+    let right: SendRight
+
+    init(socket path: String) throws {
+        let fd = try UnixSocket.makeSocket()
+        do {
+            guard try UnixSocket.connect(fd, to: UnixSocketAddress(path: path)) == .connected else {
+                throw HarnessError.unexpected("portd's backlog is full")
+            }
+        } catch {
+            LocalSocket.close(fd)
+            throw error
+        }
+        right = SendRight(adopting: fd)
+    }
+
+    /// Sends a request and returns the reply; throws when none came.
+    func request(
+        _ msgid: UInt32, _ words: [String] = [], replyPort: SendRight? = nil, timeout: Duration = HarnessTimeout
+    ) throws -> PCPortMessage {
+        var message = PCPortMessage(msgid: msgid, strings: words)
+        message.replyPort = replyPort
+        switch try right.request(message, sendTimeout: timeout, receiveTimeout: timeout) {
+        case .reply(let reply): return reply
+        case let other: throw HarnessError.unexpected("no reply to \(msgid) \(words): \(other)")
+        }
+    }
+
+    /// REGISTER; returns the reply.
+    func register(_ name: String, _ options: [String] = [], notify: Inbox? = nil) throws -> PCPortMessage {
+        try request(MessageID.register, [name] + options, replyPort: notify.map { try $0.port.makeSendRight() })
+    }
+
+    /// LOOKUP; returns the reply.
+    func lookUp(_ name: String, waitMilliseconds: Int? = nil) throws -> PCPortMessage {
+        try request(MessageID.lookup, [name] + (waitMilliseconds.map { ["wait_ms=\($0)"] } ?? []))
+    }
+
+    /// WATCH with `inbox` as the watcher's port.
+    func watch(_ name: String?, inbox: Inbox) throws -> PCPortMessage {
+        try request(MessageID.watch, name.map { [$0] } ?? [], replyPort: try inbox.port.makeSendRight())
+    }
+
+    /// Hangs up (as a client that exits).
+    func close() { right.invalidate() }
+}
+
+// MARK: - Ports of the test
+
+/// A run-loop thread for the test's ports.
+final class TestLoop: @unchecked Sendable {
+    // Safe to share: `loop` is written once before `init` returns (after the
+    // semaphore), `stopped` is atomic.
+    private(set) var loop: PCRunLoop!
+    private let stopped = Flag()
+    private let ended = DispatchSemaphore(value: 0)
+
+    private final class Flag: Sendable {
+        private let value = Atomic<Bool>(false)
+        func set() { value.store(true, ordering: .releasing) }
+        var isSet: Bool { value.load(ordering: .acquiring) }
+    }
+
+    init() {
+        let ready = DispatchSemaphore(value: 0)
+        let box = LoopBox()
+        let thread = Thread { [stopped, ended] in
+            let loop = PCRunLoop.current
+            box.loop = loop
+            loop.add(PCTimer(fireAt: .distantFuture) { _ in }, forMode: .default)
+            ready.signal()
+            while !stopped.isSet { loop.run(mode: .default, timeout: .seconds(60)) }
+            ended.signal()
+        }
+        thread.start()
+        ready.wait()
+        loop = box.loop
+    }
+
+    private final class LoopBox: @unchecked Sendable {
+        // Safe to share: written on the new thread before `ready.signal()`, read after `ready.wait()`.
+        var loop: PCRunLoop?
+    }
+
+    func stop() {
+        if stopped.isSet { return }
+        stopped.set()
+        // Through a perform request, so that a run that has not begun yet is stopped too.
+        let loop = self.loop!
+        loop.perform(inModes: [.default]) { loop.stop() }
+        ended.wait()
+    }
+
+    deinit { stop() }
+}
+
+/// A port whose messages a test waits for.
+final class Inbox: @unchecked Sendable {
+    // Safe to share: `port` is immutable (PCPort is thread-safe);
+    // `received` is a Mutex; `arrived` a semaphore.
+    let port: PCPort
+    private let received = Mutex<[PCPortMessage]>([])
+    private let arrived = DispatchSemaphore(value: 0)
+
+    /// An anonymous port, or the port of a received listening socket.
+    init(on loop: TestLoop, listening: SendRight? = nil) throws {
+        port = try listening.map { try PCPort(adoptingListeningDescriptor: try duplicateDescriptor(of: $0)) } ?? PCPort()
+        port.setHandler { [weak self] message in
+            self?.received.withLock { $0.append(message) }
+            self?.arrived.signal()
+            return nil
+        }
+        try port.schedule(in: loop.loop, forMode: .default)
+    }
+
+    deinit { port.invalidate() }
+
+    /// The next message, or nil when none came within `timeout`.
+    func next(timeout: Duration = HarnessTimeout) -> PCPortMessage? {
+        let seconds = Double(timeout.nanosecondsClamped) / 1e9
+        guard arrived.wait(timeout: .now() + seconds) == .success else { return nil }
+        return received.withLock { $0.removeFirst() }
+    }
+
+    /// Whether a message is already there (without waiting).
+    var isEmpty: Bool { received.withLock { $0.isEmpty } }
+}
+
+// MARK: - A name server in the test process
+
+/// Log lines, captured.
+final class LogCapture: Sendable {
+    private let lines = Mutex<[String]>([])
+    var all: [String] { lines.withLock { $0 } }
+    func add(_ line: String) { lines.withLock { $0.append(line) } }
+
+    var logger: Logger {
+        Logger(label: "portd.test") { [self] _ in Handler(capture: self) }
+    }
+
+    struct Handler: LogHandler {
+        let capture: LogCapture
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .debug
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+        func log(event: LogEvent) {
+            capture.add(
+                StderrLogHandler.line(
+                    identifier: "portd", level: event.level, message: event.message.description, error: nil,
+                    metadata: metadata.merging(event.metadata ?? [:]) { _, new in new }))
+        }
+    }
+}
+
+/// A NameServer on its own loop thread, on a control socket in a temporary directory.
+final class HostedNameServer: @unchecked Sendable {
+    // Safe to share: every field is written in init and immutable; the
+    // server itself is touched only on its loop's thread (`perform`).
+    let directory: TemporaryDirectory
+    let socketPath: String
+    let log = LogCapture()
+    private let listener: ControlListener
+    private let portDirectory: PortDirectory
+    private let thread = TestLoop()
+    private let slot: Slot
+    private var stopped = false
+
+    /// The server and what it needs, used only on the hosting loop's thread.
+    private final class Slot: @unchecked Sendable {
+        // Safe to share: touched only inside `perform(waitUntilDone:)` on
+        // the hosting loop's thread, and read after it returned.
+        var server: NameServer?
+        var failure: String?
+        let directory: PortDirectory
+        let settings: NameServerSettings
+        init(directory: PortDirectory, settings: NameServerSettings) {
+            self.directory = directory
+            self.settings = settings
+        }
+    }
+
+    init(_ settings: NameServerSettings) throws {
+        directory = try TemporaryDirectory()
+        socketPath = directory.appending("portd.sock")
+        listener = try ControlListener.bind(at: DaemonSocketLocation(path: socketPath, origin: .option), userID: getuid())
+        portDirectory = try PortDirectory.prepare(
+            path: PortDirectory.path(forControlSocket: socketPath), userID: getuid()
+        ).0
+        let slot = Slot(directory: portDirectory, settings: settings)
+        self.slot = slot
+        let descriptor = listener.handOverDescriptor()
+        let loop = thread.loop!
+        let logger = log.logger
+        loop.perform(inModes: [.default], waitUntilDone: true) {
+            do {
+                let s = try NameServer(
+                    controlDescriptor: descriptor, directory: slot.directory, settings: slot.settings, logger: logger,
+                    loop: loop)
+                try s.start()
+                slot.server = s
+            } catch {
+                slot.failure = "\(error)"
+            }
+        }
+        if let failure = slot.failure { throw HarnessError.unexpected(failure) }
+    }
+
+    /// The socket files in the port directory.
+    var portFiles: [String] { ((try? FileSystem.entries(ofDirectory: portDirectory.path)) ?? []).sorted() }
+
+    /// The log line written at the start of every pass of the server's loop
+    /// (before-timers) once `markPasses()` was called.
+    static let passMarker = "--- run-loop pass"
+
+    /// Writes `passMarker` into the log at every pass of the server's loop,
+    /// so a test can tell which log lines one pass produced.
+    func markPasses() {
+        let log = self.log
+        thread.loop.add(
+            RunLoopObserver(activities: .beforeTimers) { _, _ in log.add(HostedNameServer.passMarker) }, forMode: .default)
+    }
+
+    func stop() {
+        if stopped { return }
+        stopped = true
+        let slot = self.slot
+        thread.loop.perform(inModes: [.default], waitUntilDone: true) {
+            slot.server?.stop()
+            slot.server = nil
+        }
+        thread.stop()
+        listener.close()
+    }
+
+    deinit { stop() }
+}
+
+// MARK: - The Python client
+
+enum NameServerFixture {
+    static let script = SourceTree.path("Tests/portdTests/Fixtures/name_client.py")
+
+    /// Starts `python3 name_client.py arguments...`.
+    static func start(_ arguments: [String]) throws -> ChildProcess {
+        try ChildProcess(
+            executable: "/usr/bin/python3", arguments: [script] + arguments, environment: ChildProcess.cleanEnvironment())
+    }
+}

@@ -1,0 +1,38 @@
+// RefusalLogTests: the refusal log's limit of lines a second, on a manual
+// clock: the burst is logged, the rest counted, the count reported with the
+// next second's first refusal, and a quiet second reports nothing.
+
+import Testing
+
+import PortCore
+@testable import portd
+
+@Suite struct RefusalLogTests {
+    @Test func atMostABurstASecondAndTheRestCounted() {
+        let clock = ManualClock()
+        let capture = LogCapture()
+        var log = RefusalLog(logger: capture.logger, clock: clock, burst: 3)
+        for i in 0..<5 { log.log("refused \(i)", ["n": "\(i)"]) }
+        #expect(capture.all.filter { $0.contains("refused") }.count == 3)
+        clock.advance(by: .milliseconds(999))
+        log.log("refused 5", [:])
+        #expect(capture.all.count == 3, "still the same second")
+        clock.advance(by: .milliseconds(1))
+        log.log("refused 6", [:])
+        #expect(capture.all.count == 5)
+        #expect(capture.all[3].contains("3 more refusals were not logged (at most 3 a second)"))
+        #expect(capture.all[4].contains("refused 6"))
+        clock.advance(by: .seconds(5))
+        log.log("refused 7", [:])
+        #expect(capture.all.count == 6, "nothing was left out, nothing to report")
+        #expect(capture.all[5].contains("refused 7"))
+    }
+
+    @Test func theDefaultBurstIsTwenty() {
+        let clock = ManualClock()
+        let capture = LogCapture()
+        var log = RefusalLog(logger: capture.logger, clock: clock)
+        for i in 0..<100 { log.log("refused \(i)", [:]) }
+        #expect(capture.all.count == 20)
+    }
+}
