@@ -45,7 +45,7 @@ public struct PCPortMessage: @unchecked Sendable {
     public var msgid: UInt32
     /// The components, in order.
     public var components: [Component]
-    /// Where to send a reply: the seeds' `sendPort`. On receipt of a request
+    /// Where to send a reply: `sendPort` of Apple's check-in example. On receipt of a request
     /// (`SendRight.request`) this is the one-shot reply right.
     public var replyPort: SendRight?
     /// On receipt of a request (REPLY_EXPECTED) that also carried a reply

@@ -1,4 +1,4 @@
-// The check-in handshake of the seeds (listings 3-12 to 3-15, 3-17 to 3-19):
+// The check-in handshake of Apple's Run Loops guide (listings 3-12 to 3-15, 3-17 to 3-19):
 // a worker creates its own port, and sends a check-in message (msgid 100,
 // kCheckinMessage) to the server's port with its own port as the reply port
 // and, optionally, its name as a component. The server keeps that right:

@@ -1,5 +1,5 @@
 // PortError: the one error type of the ports layer, and the results that
-// are outcomes rather than errors (STYLE.md: expected outcomes are values).
+// are outcomes rather than errors (expected outcomes are values, docs/DESIGN.md §9).
 
 import PortRunLoop
 import PortSystem

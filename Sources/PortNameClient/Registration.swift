@@ -31,7 +31,7 @@ public enum ReleaseOutcome: Sendable, Hashable {
 }
 
 /// How a CHECKIN request for a declared port ended (launchd's check-in,
-/// not the seeds' worker handshake, which is `SendRight.checkIn`).
+/// not Apple's worker check-in handshake, which is `SendRight.checkIn`).
 public enum DeclaredCheckInOutcome: Sendable {
     /// The declared port's receive right; portd keeps its own copy, so
     /// messages wait in the kernel queue while no service is checked in.

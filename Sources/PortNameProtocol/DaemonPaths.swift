@@ -1,7 +1,7 @@
 // DaemonPaths: where a portd instance's control socket lives, decided the
 // same way by portd (to bind) and by every client (to connect).
 //
-// Order, first match wins (DESIGN.md §3, portd(8) FILES):
+// Order, first match wins (portd(8) FILES):
 //   1. an explicit path (`--socket PATH`),
 //   2. the PORTD_SOCKET environment variable, when set and not empty,
 //   3. the system instance, `/run/portd/portd.sock`, when asked for (`--system`),

@@ -1,4 +1,4 @@
-// Perform requests (seeds: "Cocoa Perform Selector Sources"): closures run on
+// Perform requests (Apple's Run Loops guide: "Cocoa Perform Selector Sources"): closures run on
 // a loop's thread at its next pass in given modes, optionally after a delay,
 // optionally with the caller waiting until done.
 //

@@ -1,7 +1,7 @@
-// PCRunLoop: one run loop per thread (seeds: "Anatomy of a Run Loop";
+// PCRunLoop: one run loop per thread (Apple's Run Loops guide: "Anatomy of a Run Loop";
 // Foundation's RunLoop, hence the prefix).
 //
-// One pass, in this order (seeds: "The Run Loop Sequence of Events"), and
+// One pass, in this order (Apple's Run Loops guide: "The Run Loop Sequence of Events"), and
 // this order is a guarantee:
 //
 //   1. notify .entry                       (once per run, not per pass)

@@ -1,4 +1,4 @@
-// PCTimer: a timer source (seeds: "Timer Sources"; Foundation's Timer, hence
+// PCTimer: a timer source (Apple's Run Loops guide: "Timer Sources"; Foundation's Timer, hence
 // the prefix). One-shot or repeating, with a tolerance window
 // [fire date, fire date + tolerance] inside which the loop may fire it late
 // to coalesce wake-ups.

@@ -1,4 +1,4 @@
-// PortSource: a port-based input source (seeds: "Port-Based Sources";
+// PortSource: a port-based input source (Apple's Run Loops guide: "Port-Based Sources";
 // CFRunLoopSource version 1): a descriptor the kernel signals through epoll.
 // The loop calls `handler` on its thread when the descriptor is ready and the
 // loop runs in one of the source's modes; otherwise the readiness is held by

@@ -1,4 +1,4 @@
-// RunLoopMode: the modes of a run loop (seeds: "Run Loop Modes") and what a
+// RunLoopMode: the modes of a run loop (Apple's Run Loops guide: "Run Loop Modes") and what a
 // loop keeps per mode.
 //
 // A mode is a named set of sources, timers and observers. `.common` is not a

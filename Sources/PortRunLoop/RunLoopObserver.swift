@@ -1,4 +1,4 @@
-// RunLoopObserver: called at given points of a loop's pass (seeds: "Run Loop
+// RunLoopObserver: called at given points of a loop's pass (Apple's Run Loops guide: "Run Loop
 // Observers"): entry, before timers, before sources, before waiting, after
 // waiting, exit. Observers of one activity are called in `order` (lower
 // first), then in the order added. A one-shot observer is invalidated after

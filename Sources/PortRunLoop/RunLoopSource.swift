@@ -1,4 +1,4 @@
-// RunLoopSource: a custom input source (seeds: "Defining a Custom Input
+// RunLoopSource: a custom input source (Apple's Run Loops guide: "Defining a Custom Input
 // Source"; CFRunLoopSource version 0). It has three callbacks: schedule (added
 // to a loop in a mode), perform (signalled, and the loop runs in one of its
 // modes), cancel (removed from a mode, or invalidated).

@@ -1,6 +1,6 @@
 // SystemCall: the one chokepoint every system call in PortCore goes through.
 //
-// Policy (SwiftNIO's, see STYLE.md): EINTR is retried; EAGAIN/EWOULDBLOCK is
+// Policy (SwiftNIO's): EINTR is retried; EAGAIN/EWOULDBLOCK is
 // a value (`.wouldBlock`), not an error; EBADF and EFAULT are programmer
 // errors and trap; everything else throws a `SystemCallError` naming the call.
 // Nothing outside System/ reads errno.

@@ -58,9 +58,9 @@ public enum WireFormat {
 
     /// Message IDs PortCore reserves for itself (the name-server protocol
     /// and future control messages). Applications use the rest; 100 is the
-    /// check-in message by convention (the seeds' kCheckinMessage).
+    /// check-in message by convention (kCheckinMessage of Apple's Run Loops guide).
     public static let reservedMessageIDs: ClosedRange<UInt32> = 0xFFFF_0000...0xFFFF_FFFF
 
-    /// The check-in message ID of the seeds' handshake.
+    /// The check-in message ID of Apple's handshake.
     public static let checkInMessageID: UInt32 = 100
 }

@@ -1,5 +1,5 @@
 // ExitStatus: portctl's documented exit statuses, one per outcome a script
-// may branch on (issue 5's list), taken from sysexits(3) where one fits so
+// may branch on (portctl(1), EXIT STATUS), taken from sysexits(3) where one fits so
 // they never collide with a shell's 126/127/128+N or swift-argument-parser's
 // 64 for usage errors. The same table is printed by `portctl --help` and in
 // portctl(1) EXIT STATUS; a value, once published, never changes meaning.

@@ -1,4 +1,4 @@
-// main: portctl's process shell, parse → run → exit code (STYLE.md §13),
+// main: portctl's process shell, parse → run → exit code (docs/DESIGN.md §5),
 // all three done by swift-argument-parser: a verb's `run()` either returns
 // (status 0) or throws an ExitCode from ExitStatus after printing why.
 // SIGPIPE is ignored first, so a closed standard output or a command that

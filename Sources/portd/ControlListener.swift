@@ -113,7 +113,7 @@ final class ControlListener {
             try systemCall { () throws(SystemCallError) in try UnixSocket.listen(fd, backlog: Self.backlog) }
             if location.origin == .systemInstance {
                 // Every uid may connect to the system instance; who may do
-                // what is decided per request (policy, issue 4).
+                // what is decided per request (the policy).
                 try systemCall { () throws(SystemCallError) in try FileSystem.setPermissions(path, 0o666) }
             }
             guard let entry = try systemCall({ () throws(SystemCallError) in try FileSystem.status(ofPath: path) }) else {

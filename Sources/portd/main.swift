@@ -1,5 +1,5 @@
 // main: portd's process shell, parse → set up → run → exit code
-// (STYLE.md §13). Parsing exits by itself for --help, --version and usage
+// (docs/DESIGN.md §5). Parsing exits by itself for --help, --version and usage
 // errors (64); a failed set-up has been logged and exits 1; a run ends with
 // the status Daemon returns (0 after SIGTERM/SIGINT).
 

@@ -60,7 +60,7 @@ import PortTestSupport
         #expect(final.values.allSatisfy { $0 == UInt32(perSender) })
     }
 
-    // MARK: Check-in (the seeds' listings 3-12 to 3-15)
+    // MARK: Check-in (the listings of Apple's Run Loops guide, 3-12 to 3-15)
 
     @Test func checkInBetweenTwoThreads() throws {
         let log = Recorder()

@@ -2,7 +2,7 @@
 // The closure is handed over boxed through pthread_create's argument and run
 // by a global C-convention function: a closure literal passed straight to
 // pthread_create from main-actor code traps at run time in Swift 6
-// (TOOLCHAIN.md). Nothing else is shared by the thread and its starter.
+// (a closure literal handed to another thread from there traps in Swift 6). Nothing else is shared by the thread and its starter.
 
 import Glibc
 

@@ -1,8 +1,8 @@
 // LoopAPI: every name of PortCore's run-loop API the benchmarks use, in this
-// one file. The benchmarks were written against /work/notes/RUNLOOP_API.md
-// before the run loop landed; when a name or signature differs, fix it here
-// and nowhere else. Each function is one call into PortCore, so the adapter
-// adds no cost worth measuring (the compiler inlines it in release).
+// one file. The benchmarks were written before the run loop landed; when a
+// name or signature differs, fix it here and nowhere else. Each function is
+// one call into PortCore, so the adapter adds no cost worth measuring (the
+// compiler inlines it in release).
 
 import PortCore
 
@@ -40,7 +40,7 @@ enum LoopAPI {
     static func wakeUp(_ loop: Loop) { loop.wakeUp() }
 
     /// Queues `body` to run on the loop's thread at its next pass in the
-    /// default mode; any thread (the seeds' "perform selector" source).
+    /// default mode; any thread (Apple's "perform selector" source).
     @inline(__always)
     static func perform(on loop: Loop, _ body: @escaping @Sendable () -> Void) {
         loop.perform(inModes: [.default], body)

@@ -1,4 +1,4 @@
-// CheckIn: `portctl checkin SERVER`: the seeds' worker handshake from a
+// CheckIn: `portctl checkin SERVER`: Apple's worker check-in handshake from a
 // shell: create a port, send SERVER the check-in message (msgid 100 by
 // default) with that port as its reply port and --name WORKER as its one
 // component, then serve the port like `listen` (print, or --exec). When

@@ -3,7 +3,7 @@
 // messages sent before its service runs wait in the kernel's queue; the
 // service *checks in* (CHECKIN, msgid 0xFFFF0008) to receive the receive
 // right, and may check in again after a crash, because portd keeps its own
-// copy. (Not to be confused with the seeds' worker handshake, msgid 100,
+// copy. (Not to be confused with Apple's worker check-in handshake, msgid 100,
 // which carries a worker's port to a server: see PortCheckIn in PortCore.)
 //
 // Invariants: the name is a valid port name (as REGISTER would accept);

@@ -1,5 +1,5 @@
 // DeclaredPorts: the ports portd creates at start and holds for services
-// that claim them later, launchd's model (not the seeds' worker check-in,
+// that claim them later, launchd's model (not Apple's worker check-in,
 // msgid 100, which is between two ports and involves no name server).
 //
 // Each declared port is a listening socket in the port directory that portd

@@ -3,7 +3,7 @@
 // components in order (text, NUL bytes, hex, standard input, a file), text
 // output that escapes control bytes, --json parsed here, a 100 MiB
 // component from a file, request/reply to a shell service (--exec) in
-// text, --raw and --json, and the seeds' check-in handshake both ways
+// text, --raw and --json, and Apple's check-in handshake both ways
 // (portctl as worker and as server), including a server that goes away.
 //
 // Synchronisation is by events: "listening on NAME" / "checked in to" on
