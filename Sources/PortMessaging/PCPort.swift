@@ -90,7 +90,7 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
         self.logger = logger
         self.handler = handler
         self.transport = MessageTransport(limits: limits)
-        self.listeningDescription = "listening \(listeningDescriptor.description)"
+        self.listeningDescription = "listening fd \(listeningDescriptor.description)"
         self.listening = SharedDescriptor(listeningDescriptor)
     }
 

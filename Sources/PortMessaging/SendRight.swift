@@ -63,6 +63,12 @@ public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvert
         self.init(connection: SharedDescriptor(descriptor), oneShotReply: false, limits: limits)
     }
 
+    /// A right over a socket held by `descriptor`, which it shares (portd's
+    /// listening sockets and new connections, kept in Copyable values).
+    package convenience init(sharing descriptor: SharedDescriptor, limits: PortLimits = .default) {
+        self.init(connection: descriptor, oneShotReply: false, limits: limits)
+    }
+
     package init(connection: SharedDescriptor, oneShotReply: Bool, limits: PortLimits) {
         self.connection = connection
         self.isOneShotReply = oneShotReply
@@ -81,7 +87,7 @@ public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvert
     private(set) lazy var replyMode = PCRunLoop.Mode("org.portd.reply.\(id)")
 
     public var description: String {
-        currentConnection().map { "SendRight(\($0.descriptor.description))" } ?? "SendRight(invalidated)"
+        currentConnection().map { "SendRight(fd: \($0.descriptor.description))" } ?? "SendRight(invalidated)"
     }
     public static func == (a: SendRight, b: SendRight) -> Bool { a === b }
     public func hash(into h: inout Hasher) { h.combine(ObjectIdentifier(self)) }

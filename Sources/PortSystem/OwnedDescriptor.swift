@@ -72,8 +72,9 @@ public struct OwnedDescriptor: ~Copyable, Sendable {
         }
     }
 
-    /// "fd N", for messages and logs.
-    package var description: String { "fd \(number)" }
+    /// The number as text ("7"), for messages and logs, which name a
+    /// descriptor as the kernel and its man pages do.
+    package var description: String { "\(number)" }
 
     deinit { OwnedDescriptor.closeNow(number) }
 

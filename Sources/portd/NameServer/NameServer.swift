@@ -77,7 +77,7 @@ final class NameServer {
     /// the service manager, by port name) for theirs, and hands each to
     /// `store`.
     init(
-        controlDescriptor: Int32, directory: PortDirectory, settings: NameServerSettings, logger: Logger,
+        controlDescriptor: consuming OwnedDescriptor, directory: PortDirectory, settings: NameServerSettings, logger: Logger,
         loop: PCRunLoop, mode: PCRunLoop.Mode = .default, startedAt: MonotonicInstant = .now(),
         restored: [String: DeclaredPorts.Restored] = [:], clearStored: Set<String> = [],
         store: DeclaredPortStore? = nil
@@ -89,12 +89,12 @@ final class NameServer {
         self.directory = directory
         self.startedAt = startedAt
         self.registry = NameRegistry(limits: settings.limits)
+        let controlSocketPath = (try? UnixSocket.boundPath(controlDescriptor)).flatMap { $0 } ?? ""
         self.port = try PCPort(
-            adoptingListeningDescriptor: controlDescriptor, limits: Self.controlPortLimits, logger: logger)
+            listeningDescriptor: controlDescriptor, limits: Self.controlPortLimits, logger: logger)
         self.store = store
         self.activator = PortActivator(
-            loop: loop, mode: mode, logger: logger,
-            controlSocketPath: (try? UnixSocket.boundPath(controlDescriptor)).flatMap { $0 } ?? "",
+            loop: loop, mode: mode, logger: logger, controlSocketPath: controlSocketPath,
             userInstance: settings.onlyUID != nil)
         self.declared = DeclaredPorts(in: directory)
         // Entries of the store that were bad or extra go first; the socket
@@ -128,7 +128,7 @@ final class NameServer {
 
     /// Hands the declared ports with Exec= or Unit= to the activator.
     private func configureActivation() {
-        var ports: [PortName: (descriptor: Int32, starter: PortActivator.Starter)] = [:]
+        var ports: [PortName: (descriptor: SharedDescriptor, starter: PortActivator.Starter)] = [:]
         for d in settings.declaredPorts {
             guard let starter = d.activation, let port = declared[d.name] else { continue }
             ports[d.name] = (port.descriptor, starter)
@@ -181,7 +181,7 @@ final class NameServer {
             logger.info("declared port \(name) at \(d.file.path)\(how)", metadata: ["name": "\(name)"])
             guard let store else { continue }
             do {
-                if try store.store(declaredPort: name.value, fileDescriptor: d.descriptor) { declared.markStored(name) }
+                if try store.store(declaredPort: name.value, fileDescriptor: d.descriptor.descriptor) { declared.markStored(name) }
             } catch {
                 logger.warning(
                     "cannot hand the socket of \(name) to the file-descriptor store; messages waiting in it are lost if portd restarts: \(error)",
@@ -390,7 +390,7 @@ final class NameServer {
         }
         // The socket comes first, so that a registration never has to be
         // undone for lack of one; when the name is not granted it goes again.
-        let socket: (fd: Int32, file: PortSocketFile)
+        let socket: (fd: SharedDescriptor, file: PortSocketFile)
         do {
             socket = try directory.makeListeningSocket()
         } catch {
@@ -403,8 +403,7 @@ final class NameServer {
             name, client: c.client, credentials: c.sender, options: options, canQueue: notifyPort != nil,
             now: WallClock.unixMilliseconds())
         guard case .registered(let change) = outcome else {
-            LocalSocket.close(socket.fd)
-            directory.remove(socket.file)
+            directory.remove(socket.file)  // the socket closes on return
             switch outcome {
             case .queued(let entry, let position):
                 if acquirePorts[entry.ticket] == nil { acquirePorts[entry.ticket] = notifyPort }
@@ -420,7 +419,7 @@ final class NameServer {
             }
         }
         if let queuedTicket { acquirePorts[queuedTicket] = nil }
-        let listening = SendRight(adopting: socket.fd)  // closes portd's copy once the reply is sent
+        let listening = SendRight(sharing: socket.fd)  // closes portd's copy once the reply is sent
         apply(change, requesterSocket: socket.file)  // tells a replaced owner first
         if let notifyPort { ownerPorts[name] = (c.client, notifyPort) }
         return NameServerReply.make(c.msgid, [.text("registered"), .port(listening)])
@@ -475,7 +474,7 @@ final class NameServer {
         switch directory.connect(to: file) {
         case .connected(let fd):
             return NameServerReply.make(
-                msgid, [.text("found"), .port(SendRight(adopting: fd)), .text("pid=\(owner.pid)"), .text("uid=\(owner.uid)")])
+                msgid, [.text("found"), .port(SendRight(sharing: fd)), .text("pid=\(owner.pid)"), .text("uid=\(owner.uid)")])
         case .backlogFull:
             return refuse(
                 msgid, .limit, "the port \(name) accepts no more connections now (backlog full)", request: "LOOKUP",
@@ -622,14 +621,14 @@ final class NameServer {
             logger.warning("the next owner of \(name) left no port to tell; passing it on", metadata: metadata)
             return nil
         }
-        let socket: (fd: Int32, file: PortSocketFile)
+        let socket: (fd: SharedDescriptor, file: PortSocketFile)
         do {
             socket = try directory.makeListeningSocket()
         } catch {
             logger.error("cannot create a port socket for \(name): \(error)", metadata: metadata)
             return nil
         }
-        let message = NameServerReply.nameAcquired(name, listening: SendRight(adopting: socket.fd))
+        let message = NameServerReply.nameAcquired(name, listening: SendRight(sharing: socket.fd))
         if send(message, to: notifyPort, what: "NAME_ACQUIRED for \(name)") {
             ownerPorts[name] = (owner.client, notifyPort)
             return socket.file
