@@ -18,10 +18,14 @@ enum PeerProcess {
 
     /// Starts `argv` with `fd` as its descriptor 3 and stdout to `stdoutFD` if given.
     static func spawn(_ argv: [String], passing fd: Int32, stdoutFD: Int32? = nil) -> pid_t {
-        var descriptors: [Int32: Int32] = [3: fd]
-        if let o = stdoutFD { descriptors[1] = o }
         let environment = ProcessInfo.processInfo.environment.map { "\($0.key)=\($0.value)" }
         do {
+            // The numbers are the caller's: each is lent for the copy the child gets.
+            var descriptors = Spawn.Descriptors()
+            try OwnedDescriptor.lending(fd) { (d) throws(SystemCallError) in try descriptors.insert(copyOf: d, as: 3) }
+            if let o = stdoutFD {
+                try OwnedDescriptor.lending(o) { (d) throws(SystemCallError) in try descriptors.insert(copyOf: d, as: 1) }
+            }
             return try Spawn.start(argv, environment: environment, descriptors: descriptors)
         } catch {
             preconditionFailure("spawn \(argv[0]): \(error)")

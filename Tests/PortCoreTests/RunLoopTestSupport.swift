@@ -59,11 +59,11 @@ final class LoopThread: @unchecked Sendable {
 
 /// An eventfd to stand for a port: `makeReady()` makes it readable.
 final class ReadyFD: Sendable {
-    let fd: Int32
-    init() throws { fd = try EventFD.create() }
-    deinit { SystemCall.close(fd) }
-    func makeReady() { try! EventFD.signal(fd) }
-    @discardableResult func drain() -> Bool { try! EventFD.drain(fd) }
+    /// Shared with the sources that watch it.
+    let fd: SharedDescriptor
+    init() throws { fd = SharedDescriptor(try EventFD.create()) }
+    func makeReady() { try! EventFD.signal(fd.descriptor) }
+    @discardableResult func drain() -> Bool { try! EventFD.drain(fd.descriptor) }
 }
 
 /// Records every activity of `mode` under `name`.

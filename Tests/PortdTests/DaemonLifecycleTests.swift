@@ -93,7 +93,7 @@ import Testing
         // What a crashed daemon leaves: a bound socket file nobody listens on.
         let fd = try LocalSocket.make(.seqPacket)
         try LocalSocket.bind(fd, path: socket)
-        LocalSocket.close(fd)
+        fd.close()
         #expect(exists(socket))
         #expect(try runPortctl(["status", "--socket", socket]).status == 69)
 
@@ -127,8 +127,7 @@ import Testing
         let dir = try TemporaryDirectory()
         let socket = dir.appending("portd.sock")
         // Listens (so connect succeeds through the backlog) but never answers.
-        let fd = try LocalSocket.make(.seqPacket)
-        defer { LocalSocket.close(fd) }
+        let fd = try LocalSocket.make(.seqPacket)  // open to the end
         try LocalSocket.bind(fd, path: socket)
         try UnixSocket.listen(fd)
         let result = try runPortctl(["status", "--socket", socket, "--timeout", "0.2"])

@@ -50,16 +50,16 @@ final class FakeNameServer: @unchecked Sendable {
     private var names: [String: Entry] = [:]
     private var watchers: [Watcher] = []
     private var waitingLookups: [WaitingLookup] = []
-    private var declared: [String: Int32] = [:]
+    private var declared: [String: SharedDescriptor] = [:]
     private var lookups = 0
     private var refusals = 0
 
     private final class Client {
         let id: UInt64
-        let fd: Int32
+        let fd: SharedDescriptor
         let transport = MessageTransport()
         var source: PortSource?
-        init(id: UInt64, fd: Int32) {
+        init(id: UInt64, fd: SharedDescriptor) {
             self.id = id
             self.fd = fd
         }
@@ -103,11 +103,11 @@ final class FakeNameServer: @unchecked Sendable {
         try UnixSocket.bind(fd, to: UnixSocketAddress(path: socketPath))
         try UnixSocket.setPassCredentials(fd, true)  // accepted sockets inherit it
         try UnixSocket.listen(fd)
+        let source = PortSource(descriptor: fd) { [unowned self] s in _ = s.withDescriptor { self.acceptAll($0) } }
         let ready = DispatchSemaphore(value: 0)
         let thread = Thread { [self] in
             let loop = PCRunLoop.current
             self.loop = loop
-            let source = PortSource(fileDescriptor: fd, closesOnInvalidate: true) { [unowned self] _ in self.acceptAll(fd) }
             listener = source
             try! loop.add(source, forMode: .default)
             ready.signal()
@@ -117,7 +117,7 @@ final class FakeNameServer: @unchecked Sendable {
             for (_, e) in names { unlink(e.path) }
             names.removeAll()
             watchers.removeAll()
-            for (_, fd) in declared { close(fd) }
+            declared.removeAll()
             finished.signal()
         }
         thread.name = "FakeNameServer"
@@ -150,11 +150,14 @@ final class FakeNameServer: @unchecked Sendable {
 
     // MARK: Connections
 
-    private func acceptAll(_ listening: Int32) {
+    private func acceptAll(_ listening: borrowing OwnedDescriptor) {
         while let fd = try? UnixSocket.accept(listening) {
-            let client = Client(id: nextClientID, fd: fd)
+            let client = Client(id: nextClientID, fd: SharedDescriptor(fd))
             nextClientID += 1
-            let source = PortSource(fileDescriptor: fd, closesOnInvalidate: true) { [unowned self] s in
+            // Weak: the client holds the source, and its socket closes with
+            // the last of the two once the source is invalidated.
+            let source = PortSource(sharing: client.fd) { [unowned self, weak client] s in
+                guard let client else { return }
                 self.serve(client)
             }
             client.source = source
@@ -167,7 +170,7 @@ final class FakeNameServer: @unchecked Sendable {
         while clients[client.id] != nil {
             let received: MessageTransport.Received
             do {
-                received = try client.transport.receive(on: client.fd)
+                received = try client.transport.receive(on: client.fd.descriptor)
             } catch {
                 disconnect(client)
                 return
@@ -185,7 +188,8 @@ final class FakeNameServer: @unchecked Sendable {
     }
 
     private func send(_ reply: PCPortMessage, to client: Client) {
-        _ = try? client.transport.send(reply, on: client.fd, replyPort: nil, replyExpected: false, before: .now() + .seconds(5))
+        _ = try? client.transport.send(
+            reply, on: client.fd.descriptor, replyPort: nil, replyExpected: false, before: .now() + .seconds(5))
     }
 
     private func disconnect(_ client: Client) {
@@ -204,9 +208,9 @@ final class FakeNameServer: @unchecked Sendable {
 
     // MARK: Requests
 
-    private func reply(_ m: PCPortMessage, _ strings: [String], ports: [Int32] = []) -> PCPortMessage {
+    private func reply(_ m: PCPortMessage, _ strings: [String], ports: [SharedDescriptor] = []) -> PCPortMessage {
         var components: [PCPortMessage.Component] = strings.prefix(1).map { .data(Array($0.utf8)) }
-        components += ports.map { .port(SendRight(adopting: $0)) }
+        components += ports.map { .port(SendRight(sharing: $0)) }
         components += strings.dropFirst().map { .data(Array($0.utf8)) }
         return PCPortMessage(msgid: m.msgid, components: components)
     }
@@ -253,7 +257,7 @@ final class FakeNameServer: @unchecked Sendable {
                 + e.queue.map { "queued=\($0.pid):\($0.uid)" })
         case ID.checkIn:
             guard let fd = declared[args[0]] else { return reply(m, ["not-declared"]) }
-            return reply(m, ["checked-in"], ports: [try! Descriptor.duplicate(fd)])
+            return reply(m, ["checked-in"], ports: [SharedDescriptor(try! Descriptor.duplicate(fd.descriptor))])
         default:
             return reply(m, ["bad-request", "message=unknown msgid \(m.msgid)"])
         }
@@ -331,15 +335,15 @@ final class FakeNameServer: @unchecked Sendable {
         } else {
             return nil
         }
-        guard let fd = try? UnixSocket.makeSocket() else { return nil }
+        guard let made = try? UnixSocket.makeSocket() else { return nil }
+        let fd = SharedDescriptor(made)
         // The owner may have closed its receive right while keeping the name: "not-found".
-        guard (try? UnixSocket.connect(fd, to: UnixSocketAddress(path: path))) != nil else {
-            close(fd)
+        guard (try? UnixSocket.connect(fd.descriptor, to: UnixSocketAddress(path: path))) != nil else {
             return nil
         }
         return { msgid in
             PCPortMessage(msgid: msgid, components: [
-                .data(Array("found".utf8)), .port(SendRight(adopting: fd)),
+                .data(Array("found".utf8)), .port(SendRight(sharing: fd)),
                 .data(Array("pid=\(pid)".utf8)), .data(Array("uid=\(uid)".utf8)),
             ])
         }
@@ -368,7 +372,7 @@ final class FakeNameServer: @unchecked Sendable {
             let fd = try! makeListeningSocket(name)
             let acquired = PCPortMessage(
                 msgid: NameServerProtocol.MessageID.nameAcquired,
-                components: [.data(Array(name.utf8)), .port(SendRight(adopting: fd))])
+                components: [.data(Array(name.utf8)), .port(SendRight(sharing: fd))])
             guard (try? notify.send(acquired, timeout: .seconds(5))) == .sent else {
                 unlink(e.path)
                 continue
@@ -396,12 +400,12 @@ final class FakeNameServer: @unchecked Sendable {
 
     private func path(of name: String) -> String { "\(directory)/\(name)" }
 
-    private func makeListeningSocket(_ name: String) throws -> Int32 {
+    private func makeListeningSocket(_ name: String) throws -> SharedDescriptor {
         let fd = try UnixSocket.makeSocket()
         unlink(path(of: name))
         try UnixSocket.bind(fd, to: UnixSocketAddress(path: path(of: name)))
         try UnixSocket.listen(fd)
-        return fd
+        return SharedDescriptor(fd)
     }
 
     private static func unixMilliseconds() -> UInt64 { UInt64(Date().timeIntervalSince1970 * 1000) }
