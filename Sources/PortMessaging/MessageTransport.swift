@@ -52,7 +52,7 @@ package final class MessageTransport {
         _ message: PCPortMessage, on connection: borrowing OwnedDescriptor, replyPort: SendRight?, replyExpected: Bool,
         before deadline: MonotonicInstant
     ) throws(PortError) -> SendResult {
-        defer { lent.removeAll(keepingCapacity: true) }
+        defer { if !lent.isEmpty { lent.removeAll(keepingCapacity: true) } }
         // Large data components become sealed memfds (only when the record
         // would not fit otherwise); they must live until sendmsg returns.
         var inlineSize = WireFormat.headerSize + WireFormat.entrySize * message.components.count
