@@ -31,14 +31,18 @@ package enum SocketActivationLaunch {
         base.filter { !$0.hasPrefix("LISTEN_") } + ["LISTEN_FDS=1", "LISTEN_FDNAMES=\(name)"] + extra
     }
 
-    /// Starts `command` with `listening` as descriptor 3, socket-activation
-    /// style, in `environment` (base variables, "NAME=value"); returns its pid.
+    /// Starts `command` with a copy of `listening` as descriptor 3,
+    /// socket-activation style, in `environment` (base variables,
+    /// "NAME=value"); returns its pid. The caller keeps its own `listening`.
     package static func start(
-        _ command: [String], listening: Int32, name: String, environment base: [String], extra: [String] = []
+        _ command: [String], listening: borrowing OwnedDescriptor, name: String, environment base: [String],
+        extra: [String] = []
     ) throws(SystemCallError) -> Int32 {
-        try Spawn.start(
+        var descriptors = Spawn.Descriptors(capacity: 1)
+        try descriptors.insert(copyOf: listening, as: firstListenDescriptor)
+        return try Spawn.start(
             arguments(for: command),
             environment: environment(base: base, name: name, extra: extra),
-            descriptors: [firstListenDescriptor: listening])
+            descriptors: descriptors)
     }
 }

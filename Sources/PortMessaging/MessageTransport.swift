@@ -4,10 +4,13 @@
 // replying).
 //
 // Invariants: buffers are allocated once per transport and reused (no
-// allocation per message but the received message's own storage); a
-// received descriptor is owned by exactly one object the moment it is
-// parsed, and every descriptor of a record that fails validation is closed
-// before the error is reported.
+// allocation per message but the received message's own storage). A
+// descriptor being sent is lent by its owner (the SendRight or SharedMemory
+// in the message, each held until sendmsg returned). A received descriptor
+// is owned from the moment it is parsed: by the transport's OwnedDescriptors,
+// then by the one object it becomes (SendRight, SharedMemory); every one a
+// record left unclaimed, as when it fails validation, is closed before the
+// receive returns.
 
 import PortRunLoop
 import PortSystem
@@ -21,28 +24,35 @@ package final class MessageTransport {
     private let sendControl: ControlMessage.Buffer
     private var receiveBuffer: UnsafeMutableRawBufferPointer?
     private var receiveControl: ControlMessage.Buffer?
-    private let descriptorScratch: UnsafeMutableBufferPointer<Int32>
+    /// The descriptors of the record being received (empty between receives).
+    @exclusivity(unchecked) private var received: OwnedDescriptors
+    /// The connections of the send rights a record being sent lends, held
+    /// until sendmsg returned (empty between sends; capacity kept).
+    private var lent: [SharedDescriptor] = []
 
     package init(limits: PortLimits = .default) {
         self.limits = limits
         sendBuffer = .allocate(byteCount: 256, alignment: 8)
         sendControl = ControlMessage.Buffer(descriptors: limits.maxDescriptors, credentials: false)
-        descriptorScratch = .allocate(capacity: limits.maxDescriptors)
+        received = OwnedDescriptors(capacity: limits.maxDescriptors)
+        lent.reserveCapacity(limits.maxDescriptors)
     }
 
     deinit {
         sendBuffer.deallocate()
         receiveBuffer?.deallocate()
-        descriptorScratch.deallocate()
     }
 
     // MARK: Sending
 
-    /// Encodes and sends `message` on `fd`, waiting for room until
-    /// `deadline`. `replyPort` is a descriptor to pass as the reply right.
+    /// Encodes and sends `message` on `connection`, waiting for room until
+    /// `deadline`. `replyPort` is the right to pass as the reply port. A
+    /// right in the message that was invalidated throws `.invalidated`.
     package func send(
-        _ message: PCPortMessage, on fd: Int32, replyPort: Int32?, replyExpected: Bool, before deadline: MonotonicInstant
+        _ message: PCPortMessage, on connection: borrowing OwnedDescriptor, replyPort: SendRight?, replyExpected: Bool,
+        before deadline: MonotonicInstant
     ) throws(PortError) -> SendResult {
+        defer { if !lent.isEmpty { lent.removeAll(keepingCapacity: true) } }
         // Large data components become sealed memfds (only when the record
         // would not fit otherwise); they must live until sendmsg returns.
         var inlineSize = WireFormat.headerSize + WireFormat.entrySize * message.components.count
@@ -66,17 +76,15 @@ package final class MessageTransport {
             sendBuffer = .allocate(byteCount: max(inlineSize, sendBuffer.count * 2), alignment: 8)
         }
         // Header, table and inline bytes written straight into the reusable
-        // buffer; descriptors in record order into the scratch array.
+        // buffer; descriptors lent to the control buffer in record order.
         let recordLength: Int
-        var descriptorCount = 0
+        var invalidatedRight = false
+        sendControl.reset()
         do {
             var writer = try WireWriter(
                 into: sendBuffer, msgid: message.msgid, hasReplyPort: replyPort != nil,
                 componentCount: message.components.count, limits: limits)
-            if let replyPort {
-                descriptorScratch[0] = replyPort
-                descriptorCount = 1
-            }
+            if let replyPort, !lend(replyPort) { invalidatedRight = true }
             var nextSpilled = 0
             for c in message.components {
                 switch c {
@@ -84,35 +92,31 @@ package final class MessageTransport {
                     let m = spilled[nextSpilled]
                     nextSpilled += 1
                     try writer.appendLargeData(length: m.count)
-                    descriptorScratch[descriptorCount] = m.fd
-                    descriptorCount += 1
+                    sendControl.append(m.descriptor)
                 case .data(let b):
                     try writer.appendData(b)
                 case .port(let right):
                     try writer.appendPort()
-                    descriptorScratch[descriptorCount] = right.fd
-                    descriptorCount += 1
+                    if !lend(right) { invalidatedRight = true }
                 case .sharedMemory(let m):
                     try writer.appendLargeData(length: m.count)
-                    descriptorScratch[descriptorCount] = m.fd
-                    descriptorCount += 1
+                    sendControl.append(m.descriptor)
                 }
             }
             recordLength = try writer.finish()
         } catch {
             throw .wire(error)
         }
+        if invalidatedRight { throw .invalidated }
         if replyExpected {
             sendBuffer[5] |= WireFormat.Flags.replyExpected.rawValue
         }
-        let controlLength = ControlMessage.encode(
-            descriptors: UnsafeBufferPointer(rebasing: descriptorScratch[0..<descriptorCount]),
-            into: sendControl)
+        let controlLength = sendControl.finish()
         let record = UnsafeRawBufferPointer(rebasing: sendBuffer[0..<recordLength])
         while true {
             let outcome: UnixSocket.SendOutcome
             do {
-                outcome = try UnixSocket.send(fd, record, control: sendControl, controlLength: controlLength)
+                outcome = try UnixSocket.send(connection, record, control: sendControl, controlLength: controlLength)
             } catch {
                 throw .system(error)
             }
@@ -124,12 +128,22 @@ package final class MessageTransport {
                 return .receiverGone
             case .wouldBlock:
                 do {
-                    if try !Poll.waitWritable(fd, until: deadline) { return .timedOut }
+                    if try !Poll.waitWritable(connection, until: deadline) { return .timedOut }
                 } catch {
                     throw .system(error)
                 }
             }
         }
+    }
+
+    /// Lends `right`'s socket to the control message being written, holding
+    /// the right's connection until the send returns; false when the right
+    /// was invalidated.
+    private func lend(_ right: SendRight) -> Bool {
+        guard let c = right.currentConnection() else { return false }
+        lent.append(c)
+        sendControl.append(c.descriptor)
+        return true
     }
 
     // MARK: Receiving
@@ -140,10 +154,10 @@ package final class MessageTransport {
         case closed
     }
 
-    /// Receives and decodes one record from `fd`. A malformed record throws
-    /// after closing every descriptor it carried; the caller then closes the
-    /// connection.
-    package func receive(on fd: Int32) throws(PortError) -> Received {
+    /// Receives and decodes one record from `connection`. A malformed
+    /// record throws after closing every descriptor it carried; the caller
+    /// then closes the connection.
+    package func receive(on connection: borrowing OwnedDescriptor) throws(PortError) -> Received {
         let buffer: UnsafeMutableRawBufferPointer
         let control: ControlMessage.Buffer
         if let b = receiveBuffer, let c = receiveControl {
@@ -157,7 +171,7 @@ package final class MessageTransport {
         }
         let outcome: UnixSocket.ReceiveOutcome
         do {
-            outcome = try UnixSocket.receive(fd, into: buffer, control: control)
+            outcome = try UnixSocket.receive(connection, into: buffer, control: control)
         } catch {
             throw .system(error)
         }
@@ -167,32 +181,23 @@ package final class MessageTransport {
         case .endOfStream, .connectionReset: return .closed
         case .record(let r): record = r
         }
+        // Owned from here; whatever no object takes below is closed on return.
         let parsed = ControlMessage.parse(
-            control, length: record.controlLength, truncated: record.controlTruncated,
-            descriptors: descriptorScratch)
-        let fds = UnsafeBufferPointer(rebasing: descriptorScratch[0..<parsed.descriptorCount])
-        var adopted = 0  // descriptors [0, adopted) belong to objects now
-        func closeRest() { for i in adopted..<fds.count { SystemCall.close(fds[i]) } }
-        if parsed.truncated || parsed.unexpected > 0 {
-            closeRest()
-            throw .controlTruncated
-        }
-        if record.truncated {
-            closeRest()
-            throw .recordTruncated
-        }
+            control, length: record.controlLength, truncated: record.controlTruncated, into: &received)
+        defer { received.closeAll() }
+        if parsed.truncated || parsed.unexpected > 0 { throw .controlTruncated }
+        if record.truncated { throw .recordTruncated }
         let view: WireMessageView
         do {
             view = try WireDecoder.decode(
-                UnsafeRawBufferPointer(rebasing: buffer[0..<record.byteCount]), descriptors: fds, limits: limits)
+                UnsafeRawBufferPointer(rebasing: buffer[0..<record.byteCount]), descriptorCount: received.count,
+                limits: limits)
         } catch {
-            closeRest()
             throw .wire(error)
         }
         var replyPort: SendRight?
-        if let r = view.replyPort {
-            replyPort = SendRight(adopting: r)
-            adopted += 1
+        if let i = view.replyPortDescriptorIndex {
+            replyPort = SendRight(descriptor: received.take(at: i))
         }
         var components: [PCPortMessage.Component] = []
         components.reserveCapacity(view.componentCount)
@@ -200,21 +205,18 @@ package final class MessageTransport {
             switch c {
             case .data(let bytes):
                 components.append(.data(Array(bytes)))
-            case .port(let pfd):
-                components.append(.port(SendRight(adopting: pfd)))
-                adopted += 1
-            case .largeData(let memfd, let length):
+            case .port(let i):
+                components.append(.port(SendRight(descriptor: received.take(at: i))))
+            case .largeData(let i, let length):
+                let memfd = received.take(at: i)  // closed here if refused; SharedMemory's otherwise
                 do {
                     try MemFD.checkSealed(memfd, length: length)
                 } catch {
-                    closeRest()
                     throw .unsealedSharedMemory(error)
                 }
-                adopted += 1  // SharedMemory owns it from here, even when mapping fails
                 do {
-                    components.append(.sharedMemory(try SharedMemory(adopting: memfd, length: length)))
+                    components.append(.sharedMemory(try SharedMemory(mapping: memfd, length: length)))
                 } catch {
-                    closeRest()
                     throw .system(error)
                 }
             }

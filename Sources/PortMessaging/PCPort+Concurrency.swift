@@ -39,6 +39,10 @@ extension SendRight {
         case .some(let early): return early
         case .none: break
         }
+        guard let connection = currentConnection() else {
+            endAsyncRequest()
+            throw .invalidated  // invalidated since the request went out
+        }
         let result: Result<RequestResult, PortError> = await withCheckedContinuation { continuation in
             let loop = BackgroundLoop.shared.loop
             let finished = Mutex(false)
@@ -51,7 +55,7 @@ extension SendRight {
                 self.endAsyncRequest()
                 continuation.resume(returning: r)
             }
-            let source = PortSource(fileDescriptor: fd, events: .readable, closesOnInvalidate: false) { _ in
+            let source = PortSource(sharing: connection, events: .readable) { _ in
                 if let r = self.readAsyncReply() { finish(r) }
             }
             let timer = PCTimer(fireAt: loop.clock.now() + receiveTimeout) { _ in finish(.success(.receiveTimedOut)) }

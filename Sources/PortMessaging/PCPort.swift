@@ -16,6 +16,11 @@
 // (EMFILE/ENFILE) the listening socket leaves the loops, so a
 // level-triggered listener cannot spin, and returns when a connection closes.
 //
+// Ownership: each connection is a SharedDescriptor held by its PortSource
+// (and by the one-shot reply right of a request that came in on it), so it
+// closes once both let go; the listening socket is held by the port and by
+// its listener source until `invalidate()`.
+//
 // Threads: the port's mutable state is protected by `lock`; handlers run on
 // the scheduled loop's thread only.
 
@@ -36,17 +41,19 @@ public protocol PCPortDelegate: AnyObject {
 
 public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     // Safe to share: immutable fields are set in init; `connections`,
-    // `scheduled`, `valid`, `delegate`, `handler`, `onError` and
-    // `acceptPaused` are accessed with `lock` held; `transport` only on the loop thread inside a handler
-    // (one loop per port).
+    // `listening`, `listener`, `scheduled`, `valid`, `delegate`, `handler`,
+    // `onError` and `acceptPaused` are accessed with `lock` held;
+    // `transport` only on the loop thread inside a handler (one loop per port).
     public typealias Handler = (PCPortMessage) -> PCPortMessage?
 
     private let lock = Lock()
     private var handler: Handler?
     private weak var delegate: PCPortDelegate?
     private var errorHandler: ((PortError) -> Void)?
-    private var connections: [Int32: PortSource] = [:]  // by descriptor
-    private var connectionDescriptors: [UInt64: Int32] = [:]  // by connection id
+    private var connections: [UInt64: PortSource] = [:]  // by connection id
+    /// The listening socket of a named port; nil for an anonymous port and
+    /// once invalidated.
+    private var listening: SharedDescriptor?
     private var listener: PortSource?
     private var scheduled: [(loop: PCRunLoop, mode: PCRunLoop.Mode)] = []
     private var valid = true
@@ -56,7 +63,8 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     private var nextConnectionID: UInt64 = 1
     private var acceptPaused = false
     private let transport: MessageTransport
-    package let listeningFD: Int32?
+    /// "listening fd N" for a named port, for `description`.
+    private let listeningDescription: String?
     public let limits: PortLimits
     /// Where problems with peers are logged (malformed records and the like).
     public let logger: Logger
@@ -67,29 +75,30 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
         self.logger = logger
         self.handler = handler
         self.transport = MessageTransport(limits: limits)
-        self.listeningFD = nil
+        self.listeningDescription = nil
     }
 
     /// A port whose rights are connections to the listening socket
-    /// `listeningDescriptor` (the receive right the name server hands out);
-    /// takes ownership of it.
+    /// `listeningDescriptor` (the receive right the name server hands out),
+    /// which it takes over (and closes when it fails).
     public init(
-        adoptingListeningDescriptor listeningDescriptor: Int32, limits: PortLimits = .default,
+        listeningDescriptor: consuming OwnedDescriptor, limits: PortLimits = .default,
         logger: Logger = Logger(label: "PortCore.port"), handler: Handler? = nil
     ) throws(SystemCallError) {
+        try UnixSocket.setPassCredentials(listeningDescriptor, true)
         self.limits = limits
         self.logger = logger
         self.handler = handler
         self.transport = MessageTransport(limits: limits)
-        self.listeningFD = listeningDescriptor
-        try UnixSocket.setPassCredentials(listeningDescriptor, true)
+        self.listeningDescription = "listening fd \(listeningDescriptor.description)"
+        self.listening = SharedDescriptor(listeningDescriptor)
     }
 
     deinit {
         invalidate()
     }
 
-    public var description: String { "PCPort(\(listeningFD.map { "listening fd \($0)" } ?? "anonymous"))" }
+    public var description: String { "PCPort(\(listeningDescription ?? "anonymous"))" }
 
     /// The delegate called for each message when no handler closure is set.
     public func setDelegate(_ d: PCPortDelegate?) { lock.withLock { delegate = d } }
@@ -127,20 +136,20 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
 
     /// Mints a new send right to this port (socketpair). Safe from any thread.
     public func makeSendRight() throws(PortError) -> SendRight {
-        let (mine, theirs): (Int32, Int32)
+        let pair: UnixSocket.Pair
         do {
-            (mine, theirs) = try UnixSocket.makePair()
+            pair = try UnixSocket.makePair()
         } catch {
             throw .system(error)
         }
-        let right = SendRight(adopting: theirs, limits: limits)
-        let connection = ConnectionDescriptor(adopting: mine)
+        let mine = pair.first
+        let right = SendRight(descriptor: pair.second, limits: limits)
         do {
             try UnixSocket.setPassCredentials(mine, true)
         } catch {
             throw .system(error)
         }
-        try addConnection(connection, peer: nil)
+        try addConnection(SharedDescriptor(mine), peer: nil)
         return right
     }
 
@@ -148,8 +157,8 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     /// the peer already sent is read and dropped first: closing an AF_UNIX
     /// socket with unread records makes the peer's next receive fail with
     /// ECONNRESET instead of returning the refusal.
-    private func refuse(_ fd: Int32, with refusal: PCPortMessage) {
-        defer { SystemCall.close(fd) }
+    private func refuse(_ fd: consuming OwnedDescriptor, with refusal: PCPortMessage) {
+        // `fd` closes on return.
         for _ in 0..<16 {
             guard case .message? = try? transport.receive(on: fd) else { break }
         }
@@ -161,23 +170,22 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     }
 
     /// `peer`: who connected (SO_PEERCRED), for an accepted connection.
-    private func addConnection(_ connection: ConnectionDescriptor, peer: Credentials?, id given: UInt64? = nil) throws(PortError) {
-        // The source's closure owns the connection: the descriptor closes
-        // when the source is gone and no reply right still holds it.
+    private func addConnection(_ connection: SharedDescriptor, peer: Credentials?, id given: UInt64? = nil) throws(PortError) {
+        // The source holds the connection (so does its closure, for the
+        // reply rights of requests): the descriptor closes when the source
+        // is gone and no reply right still holds it.
         let id =
             given
             ?? lock.withLock { () -> UInt64 in
                 defer { nextConnectionID += 1 }
                 return nextConnectionID
             }
-        let source = PortSource(fileDescriptor: connection.fd, events: .readable, closesOnInvalidate: false) {
-            [weak self] s in
+        let source = PortSource(sharing: connection, events: .readable) { [weak self] s in
             self?.serve(s, connection, id, peer)
         }
         let targets: [(PCRunLoop, PCRunLoop.Mode)]? = lock.withLock {
             guard valid else { return nil }
-            connections[connection.fd] = source
-            connectionDescriptors[id] = connection.fd
+            connections[id] = source
             return scheduled.map { ($0.loop, $0.mode) }
         }
         guard let targets else {
@@ -188,17 +196,16 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
             do {
                 try loop.add(source, forMode: mode)
             } catch {
-                lock.withLock { connectionDescriptors[id] = nil }
-                dropConnection(source)
+                dropConnection(source, id: id, notify: false)
                 throw .system(error)
             }
         }
     }
 
-    private func dropConnection(_ source: PortSource, id: UInt64? = nil) {
+    /// Closes connection `id`; `notify`: tell the disconnect handler.
+    private func dropConnection(_ source: PortSource, id: UInt64, notify: Bool = true) {
         let (h, resume): (((UInt64) -> Void)?, (PortSource, [(PCRunLoop, PCRunLoop.Mode)])?) = lock.withLock {
-            if connections[source.fileDescriptor] === source { connections[source.fileDescriptor] = nil }
-            if let id { connectionDescriptors[id] = nil }
+            if connections[id] === source { connections[id] = nil }
             var resume: (PortSource, [(PCRunLoop, PCRunLoop.Mode)])?
             if acceptPaused, valid, let l = listener {
                 acceptPaused = false
@@ -216,7 +223,14 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
                 }
             }
         }
-        if let id { h?(id) }
+        if notify { h?(id) }
+    }
+
+    /// Lends the listening socket of a named port (nil for an anonymous or
+    /// invalidated port); it stays open until `body` returns.
+    package func withListeningDescriptor<R: ~Copyable, E: Error>(_ body: (borrowing OwnedDescriptor) throws(E) -> R) throws(E) -> R? {
+        guard let socket = lock.withLock({ valid ? listening : nil }) else { return nil }
+        return try body(socket.descriptor)
     }
 
     /// The supplementary groups of the process that made connection `id`
@@ -224,11 +238,10 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     /// that connection is gone. Costs one system call: ask once per
     /// connection. See `UnixSocket.peerGroups`.
     public func peerGroups(ofConnection id: UInt64) throws(SystemCallError) -> [UInt32]? {
-        // Under the lock the descriptor is still in the map, so not closed yet.
-        try lock.withLock { () throws(SystemCallError) -> [UInt32]? in
-            guard let fd = connectionDescriptors[id] else { return nil }
-            return try UnixSocket.peerGroups(fd)
-        }
+        // The source lends its share of the connection, which stays open
+        // meanwhile even if the connection is dropped.
+        guard let source = lock.withLock({ connections[id] }) else { return nil }
+        return try source.withDescriptor { (fd) throws(SystemCallError) in try UnixSocket.peerGroups(fd) }
     }
 
     // MARK: Scheduling
@@ -239,9 +252,8 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
         let sources: [PortSource]? = lock.withLock {
             guard valid else { return nil }
             scheduled.append((loop, mode))
-            if let lfd = listeningFD, listener == nil {
-                listener = PortSource(fileDescriptor: lfd, events: .readable, closesOnInvalidate: true) {
-                    [weak self] _ in
+            if let listening, listener == nil {
+                listener = PortSource(sharing: listening, events: .readable) { [weak self] _ in
                     self?.acceptAll()
                 }
             }
@@ -277,34 +289,34 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     /// loop; holders of rights see their connection hang up. Idempotent;
     /// safe from any thread.
     public func invalidate() {
-        let (sources, handlers, closeListener): ([PortSource], [() -> Void], Int32?) = lock.withLock {
+        let (sources, handlers, listeningSocket): ([PortSource], [() -> Void], SharedDescriptor?) = lock.withLock {
             guard valid else { return ([], [], nil) }
             valid = false
             var all = Array(connections.values)
-            // A listening descriptor that was never scheduled has no source to close it.
-            let lonely = listener == nil ? listeningFD : nil
             if let l = listener { all.append(l) }
             connections.removeAll()
-            connectionDescriptors.removeAll()
             listener = nil
+            let socket = listening
+            listening = nil
             scheduled.removeAll()
             let h = invalidationHandlers
             invalidationHandlers.removeAll()
-            return (all, h, lonely)
+            return (all, h, socket)
         }
         for s in sources { s.invalidate() }
-        if let fd = closeListener { SystemCall.close(fd) }
+        // The listening socket closes here, after its source left every loop.
+        withExtendedLifetime(listeningSocket) {}
         for h in handlers { h() }
     }
 
     // MARK: Serving (loop thread)
 
     private func acceptAll() {
-        guard let lfd = listeningFD else { return }
+        guard let listening = lock.withLock({ self.listening }) else { return }
         while true {
-            let fd: Int32?
+            let accepted: OwnedDescriptor?
             do {
-                fd = try UnixSocket.accept(lfd)
+                accepted = try UnixSocket.accept(listening.descriptor)
             } catch where error.errno == .tooManyOpenFiles || error.errno == .tooManyOpenFilesInSystem {
                 logger.error("accept on \(self): \(error); pausing until a connection closes")
                 pauseAccepting()
@@ -313,7 +325,7 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
                 logger.error("accept on \(self): \(error)")
                 return
             }
-            guard let fd else { return }
+            guard let fd = accepted else { return }
             do {
                 let peer = try? UnixSocket.peerCredentials(fd)
                 let (id, admit) = lock.withLock { () -> (UInt64, ((UInt64, Credentials?) -> PCPortMessage?)?) in
@@ -324,7 +336,7 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
                     refuse(fd, with: refusal)
                     continue
                 }
-                try addConnection(ConnectionDescriptor(adopting: fd), peer: peer, id: id)
+                try addConnection(SharedDescriptor(fd), peer: peer, id: id)
             } catch {
                 logger.error("cannot serve a new connection: \(error)")
             }
@@ -343,11 +355,11 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     }
 
     /// Reads every record queued on one connection and delivers each.
-    private func serve(_ source: PortSource, _ connection: ConnectionDescriptor, _ id: UInt64, _ peer: Credentials?) {
+    private func serve(_ source: PortSource, _ connection: SharedDescriptor, _ id: UInt64, _ peer: Credentials?) {
         while source.isValid {
             let received: MessageTransport.Received
             do {
-                received = try transport.receive(on: connection.fd)
+                received = try transport.receive(on: connection.descriptor)
             } catch {
                 fail(source, error, id, peer)
                 return
@@ -383,7 +395,7 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
 
     /// A request: its one-shot reply right is this very connection.
     private func deliverRequest(
-        _ request: PCPortMessage, _ source: PortSource, _ connection: ConnectionDescriptor, _ id: UInt64
+        _ request: PCPortMessage, _ source: PortSource, _ connection: SharedDescriptor, _ id: UInt64
     ) {
         var replyRight = SendRight(connection: connection, oneShotReply: true, limits: limits)
         var message = request

@@ -84,41 +84,36 @@ public struct PCPortMessage: @unchecked Sendable {
 public final class SharedMemory: @unchecked Sendable {
     // Safe to share: the mapping is read-only (PROT_READ of a memfd sealed
     // against writes), and every field is immutable.
-    package let fd: Int32
+    /// The memfd, owned; lent to the control message of each send.
+    package let descriptor: OwnedDescriptor
     package let region: UnsafeRawBufferPointer
 
     /// Copies `bytes` into a new sealed memfd (to send a large component).
     public convenience init(copying bytes: UnsafeRawBufferPointer) throws(SystemCallError) {
-        let fd = try MemFD.makeSealed(bytes)
-        try self.init(adopting: fd, length: bytes.count)
+        try self.init(mapping: MemFD.makeSealed(bytes), length: bytes.count)
     }
 
     /// Copies `bytes` into a new sealed memfd.
     public convenience init(copying bytes: [UInt8]) throws(SystemCallError) {
-        let fd = try bytes.withUnsafeBytes { raw in
-            Result { () throws(SystemCallError) in try MemFD.makeSealed(raw) }
-        }.get()
-        try self.init(adopting: fd, length: bytes.count)
+        var memfd: OwnedDescriptor?
+        var failure: SystemCallError?
+        bytes.withUnsafeBytes { raw in
+            do throws(SystemCallError) { memfd = try MemFD.makeSealed(raw) } catch { failure = error }
+        }
+        if let failure { throw failure }
+        try self.init(mapping: memfd.take()!, length: bytes.count)
     }
 
-    /// Maps a memfd that was checked to be sealed; takes ownership of `fd`.
-    package init(adopting fd: Int32, length: Int) throws(SystemCallError) {
-        self.fd = fd
-        if length == 0 {
-            region = UnsafeRawBufferPointer(start: nil, count: 0)
-            return
-        }
-        do {
-            region = try MemFD.mapReadOnly(fd, length: length)
-        } catch {
-            SystemCall.close(fd)
-            throw error
-        }
+    /// Maps a memfd that was checked to be sealed, taking it over (it is
+    /// closed again when mapping fails).
+    package init(mapping descriptor: consuming OwnedDescriptor, length: Int) throws(SystemCallError) {
+        region = length == 0 ? UnsafeRawBufferPointer(start: nil, count: 0) : try MemFD.mapReadOnly(descriptor, length: length)
+        self.descriptor = descriptor
     }
 
     deinit {
         if region.count > 0 { MemFD.unmap(region) }
-        SystemCall.close(fd)
+        // `descriptor` closes after this, with the object.
     }
 
     /// The number of bytes.

@@ -13,6 +13,12 @@
 //
 // Invalidation: when the port's owner invalidates it or dies, the connection
 // hangs up; `onInvalidation` delivers that on a run loop without a send.
+//
+// Ownership: the right holds its socket through a SharedDescriptor, shared
+// with the port's source when it is the one-shot reply right of a request
+// (the request came in on that very connection) and with the sources that
+// watch it for replies or a hang-up; `invalidate()` lets go of the right's
+// share, and the socket closes when the last holder does.
 
 import PortRunLoop
 import PortSystem
@@ -20,14 +26,19 @@ import PortWire
 import Synchronization
 
 public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvertible {
-    // Safe to share: `fd` is immutable (and open while `connection` is set);
-    // every mutable field is accessed only with `lock` held. The reply
-    // sources run only inside `request`, on the requesting thread, while it
-    // holds `lock`, so `reply`/`pendingReplies`/`peerGone` are touched with
-    // the lock held there too.
-    package let fd: Int32
+    // Safe to share: every mutable field is accessed only with `lock` held,
+    // but `connection`, which is written with both `lock` and
+    // `connectionLock` held and read with either: the send paths hold
+    // `lock`; a transport lending this right's socket to a message it sends
+    // on another connection takes only `connectionLock`, which is never held
+    // while calling out (so sending a right over itself cannot deadlock).
+    // The reply sources run only inside `request`, on the requesting thread,
+    // while it holds `lock`, so `reply`/`pendingReplies`/`peerGone` are
+    // touched with the lock held there too.
     private let lock = Lock()
-    private var connection: ConnectionDescriptor?
+    private let connectionLock = Mutex<Void>(())
+    /// The socket; nil once this right is closed.
+    private var connection: SharedDescriptor?
     private var closed: Bool { connection == nil }
     /// A one-shot reply right: invalid after its first send.
     private let isOneShotReply: Bool
@@ -47,14 +58,19 @@ public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvert
     private let id = SendRight.nextID.wrappingAdd(1, ordering: .relaxed).oldValue
     package let limits: PortLimits
 
-    /// Takes ownership of a connected SOCK_SEQPACKET descriptor.
-    public convenience init(adopting fd: Int32, limits: PortLimits = .default) {
-        self.init(connection: ConnectionDescriptor(adopting: fd), oneShotReply: false, limits: limits)
+    /// A right over a connected SOCK_SEQPACKET socket, which it takes over.
+    public convenience init(descriptor: consuming OwnedDescriptor, limits: PortLimits = .default) {
+        self.init(connection: SharedDescriptor(descriptor), oneShotReply: false, limits: limits)
     }
 
-    package init(connection: ConnectionDescriptor, oneShotReply: Bool, limits: PortLimits) {
+    /// A right over a socket held by `descriptor`, which it shares (portd's
+    /// listening sockets and new connections, kept in Copyable values).
+    package convenience init(sharing descriptor: SharedDescriptor, limits: PortLimits = .default) {
+        self.init(connection: descriptor, oneShotReply: false, limits: limits)
+    }
+
+    package init(connection: SharedDescriptor, oneShotReply: Bool, limits: PortLimits) {
         self.connection = connection
-        self.fd = connection.fd
         self.isOneShotReply = oneShotReply
         self.limits = limits
     }
@@ -70,7 +86,9 @@ public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvert
     /// The private mode a request runs the loop in.
     private(set) lazy var replyMode = PCRunLoop.Mode("org.portd.reply.\(id)")
 
-    public var description: String { "SendRight(fd: \(fd))" }
+    public var description: String {
+        currentConnection().map { "SendRight(fd: \($0.descriptor.description))" } ?? "SendRight(invalidated)"
+    }
     public static func == (a: SendRight, b: SendRight) -> Bool { a === b }
     public func hash(into h: inout Hasher) { h.combine(ObjectIdentifier(self)) }
 
@@ -91,14 +109,38 @@ public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvert
             for (_, r) in replySources { r.loop.discardMode(replyMode) }
             replySources.removeAll()
             invalidationSources.removeAll()
-            connection = nil  // closes the descriptor unless a port still serves it
+            closeLocked()  // closes the descriptor unless a port still serves it
         }
+    }
+
+    /// Lock held: lets go of the connection.
+    private func closeLocked() {
+        let released = connectionLock.withLock { _ in
+            defer { connection = nil }
+            return connection
+        }
+        withExtendedLifetime(released) {}  // closes (if last) outside connectionLock
+    }
+
+    /// The connection while the right is open, for whatever must hold it
+    /// (a source watching it, a message lending it). Any thread.
+    package func currentConnection() -> SharedDescriptor? {
+        connectionLock.withLock { _ in connection }
+    }
+
+    /// Lends the right's socket to `body`, or returns nil once the right is
+    /// closed. The socket stays open until `body` returns. Any thread.
+    package func withDescriptor<R: ~Copyable, E: Error>(_ body: (borrowing OwnedDescriptor) throws(E) -> R) throws(E) -> R? {
+        guard let c = currentConnection() else { return nil }
+        return try body(c.descriptor)
     }
 
     /// The peer's credentials as of connect time (SO_PEERCRED): for a right
     /// made by the name server, that is the name server.
     public func connectionCredentials() throws(SystemCallError) -> Credentials {
-        try UnixSocket.peerCredentials(fd)
+        let credentials = try withDescriptor { (fd) throws(SystemCallError) in try UnixSocket.peerCredentials(fd) }
+        guard let credentials else { throw SystemCallError(call: "getsockopt(SO_PEERCRED)", errno: .badFileDescriptor) }
+        return credentials
     }
 
     // MARK: Sending
@@ -113,13 +155,16 @@ public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvert
         var replyRight: SendRight?
         if let replyPort { replyRight = try replyPort.makeSendRight() }
         return try lock.withLock { () throws(PortError) -> SendResult in
-            guard !closed else { throw .invalidated }
+            guard let connection else { throw .invalidated }
             let t = transport ?? MessageTransport(limits: limits)
             transport = t
             let result = try t.send(
-                message, on: fd, replyPort: replyRight?.fd ?? message.replyPort?.fd, replyExpected: false,
+                message, on: connection.descriptor, replyPort: replyRight ?? message.replyPort, replyExpected: false,
                 before: deadline)
-            if isOneShotReply && result == .sent { answered = true; connection = nil }
+            if isOneShotReply && result == .sent {
+                answered = true
+                closeLocked()
+            }
             return result
         }
     }
@@ -178,7 +223,7 @@ public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvert
     /// Lock held: sends the request half of a request; a result when there
     /// is no reply to wait for, nil when one is now awaited.
     private func sendRequestLocked(_ message: PCPortMessage, sendTimeout: Duration) throws(PortError) -> RequestResult? {
-        guard !closed else { throw .invalidated }
+        guard let connection else { throw .invalidated }
         if asyncInFlight { throw .requestInProgress }
         let t = transport ?? MessageTransport(limits: limits)
         transport = t
@@ -186,11 +231,12 @@ public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvert
         if !passesCredentials {
             // Replies carry the replier's kernel credentials too (set before
             // the first request goes out, so its reply has them).
-            do { try UnixSocket.setPassCredentials(fd, true) } catch { throw .system(error) }
+            do { try UnixSocket.setPassCredentials(connection.descriptor, true) } catch { throw .system(error) }
             passesCredentials = true
         }
         switch try t.send(
-            message, on: fd, replyPort: message.replyPort?.fd, replyExpected: true, before: .now() + sendTimeout)
+            message, on: connection.descriptor, replyPort: message.replyPort, replyExpected: true,
+            before: .now() + sendTimeout)
         {
         case .sent: break
         case .timedOut: return .sendTimedOut
@@ -198,7 +244,9 @@ public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvert
             // A record the peer left before it hung up, while no earlier
             // reply is outstanding, answers this request (a server's
             // refusal of the connection: PCPort.setAdmission).
-            guard pendingReplies == 0, case .message(let parting, _)? = try? t.receive(on: fd) else { return .invalidPort }
+            guard pendingReplies == 0, case .message(let parting, _)? = try? t.receive(on: connection.descriptor) else {
+                return .invalidPort
+            }
             peerGone = true
             return .reply(parting)
         }
@@ -232,7 +280,8 @@ public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvert
     private func ensureReplySource(on loop: PCRunLoop) throws(PortError) {
         let key = ObjectIdentifier(loop)
         if replySources[key] != nil { return }
-        let source = PortSource(fileDescriptor: fd, events: .readable, closesOnInvalidate: false) { [unowned self] _ in
+        guard let connection else { throw .invalidated }
+        let source = PortSource(sharing: connection, events: .readable) { [unowned self] _ in
             // Runs inside `request`, on its thread, with `lock` held by it.
             self.readReply()
         }
@@ -246,9 +295,9 @@ public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvert
 
     /// Reads one record from the connection: a reply, or a stale one to drop.
     private func readReply() {
-        guard let t = transport else { return }
+        guard let t = transport, let connection else { return }
         do {
-            switch try t.receive(on: fd) {
+            switch try t.receive(on: connection.descriptor) {
             case .wouldBlock: return
             case .closed: peerGone = true
             case .message(let m, _):
@@ -276,14 +325,14 @@ public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvert
             guard !answered, let conn = connection else { return nil }
             guard reply != nil || !deferred else { return nil }
             answered = true
-            connection = nil
+            closeLocked()
             return withExtendedLifetime(conn) { () -> PortError? in
                 do throws(PortError) {
                     // Never wait on the loop's thread: a requester whose
                     // queue is full is not reading its replies, and waiting
                     // for it would stall everyone else the loop serves.
                     switch try transport.send(
-                        reply ?? PCPortMessage(msgid: msgid), on: fd, replyPort: reply?.replyPort?.fd,
+                        reply ?? PCPortMessage(msgid: msgid), on: conn.descriptor, replyPort: reply?.replyPort,
                         replyExpected: false, before: .now())
                     {
                     case .sent, .receiverGone: return nil  // a gone peer's connection ends by itself
@@ -305,7 +354,10 @@ public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvert
     ) throws(SystemCallError) {
         // EPOLLRDHUP without EPOLLIN: replies arriving do not trigger it, a
         // hang-up does (epoll also always reports EPOLLHUP/EPOLLERR).
-        let source = PortSource(fileDescriptor: fd, events: [.readHangUp], closesOnInvalidate: false) { s in
+        guard let connection = currentConnection() else {
+            throw SystemCallError(call: "epoll_ctl(ADD)", errno: .badFileDescriptor)  // an invalidated right
+        }
+        let source = PortSource(sharing: connection, events: [.readHangUp]) { s in
             s.invalidate()
             handler()
         }

@@ -137,7 +137,7 @@ public final class PortNameServer: Sendable {
             default: .transport(.system(error))
             }
         }
-        let fd: Int32
+        let fd: OwnedDescriptor  // closed on any failure below
         do {
             fd = try LocalSocket.make(.seqPacket, nonBlocking: false)
         } catch {
@@ -149,14 +149,12 @@ public final class PortNameServer: Sendable {
             outcome = try LocalSocket.connect(fd, path: path)
             try Descriptor.setNonBlocking(fd, true)
         } catch {
-            LocalSocket.close(fd)
             throw mapped(error)
         }
         if outcome == .wouldBlock {
-            LocalSocket.close(fd)
             throw .timedOut("connecting to portd at \(path) (its backlog stayed full)")
         }
-        return SendRight(adopting: fd, limits: limits)
+        return SendRight(descriptor: fd, limits: limits)
     }
 
     // MARK: The exchange
@@ -204,13 +202,10 @@ public final class PortNameServer: Sendable {
     /// component decodes as a SendRight; it is a listening socket here).
     package static func receivePort(from right: SendRight, limits: PortLimits) throws(NameServerError) -> PCPort {
         do throws(SystemCallError) {
-            let fd = try Descriptor.duplicate(right.fd)
-            do {
-                return try PCPort(adoptingListeningDescriptor: fd, limits: limits)
-            } catch {
-                Descriptor.close(fd)
-                throw error
-            }
+            // The port gets its own duplicate; the right keeps (and closes) the one that came.
+            let duplicate = try right.withDescriptor { (fd) throws(SystemCallError) in try Descriptor.duplicate(fd) }
+            guard let duplicate else { throw SystemCallError(call: "fcntl(F_DUPFD_CLOEXEC)", errno: .badFileDescriptor) }
+            return try PCPort(listeningDescriptor: duplicate, limits: limits)
         } catch {
             throw .transport(.system(error))
         }
@@ -426,7 +421,10 @@ public final class PortNameServer: Sendable {
     /// The cached right for `name` when its connection has not hung up.
     private func cachedRight(_ name: String) -> SendRight? {
         guard let right = state.withLock({ $0.cache[name] }) else { return nil }
-        if right.isValid, let ready = try? Poll.wait([(right.fd, [.readHangUp])], timeout: .zero).first,
+        if right.isValid,
+            let ready = try? right.withDescriptor({ (fd) throws(SystemCallError) in
+                try Poll.wait(fd, for: .readHangUp, timeout: .zero)
+            }),
             ready.isDisjoint(with: [.hangUp, .error, .readHangUp])
         {
             return right

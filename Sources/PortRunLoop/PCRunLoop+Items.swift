@@ -148,18 +148,22 @@ extension PCRunLoop {
         switch item {
         case .port(let s):
             guard ms.portSources[s.token] == nil else { return }
-            if ms.epoll < 0 {
-                let ep = try Epoll.create()
-                do throws(SystemCallError) {
-                    try Epoll.add(ep, fd: wakeFD, events: .readable, token: Self.wakeToken)
-                    try Epoll.add(ep, fd: timerFD, events: .readable, token: Self.timerToken)
-                } catch {
-                    SystemCall.close(ep)
-                    throw error
-                }
-                ms.epoll = ep
+            if !ms.hasEpoll {
+                let ep = try Epoll.create()  // closed again if an add fails
+                try Epoll.add(ep, wakeFD, events: .readable, token: Self.wakeToken)
+                try Epoll.add(ep, timerFD, events: .readable, token: Self.timerToken)
+                ms.setEpoll(ep)
             }
-            try Epoll.add(ms.epoll, fd: s.fileDescriptor, events: s.events, token: s.token)
+            // A source invalidated meanwhile has let go of its descriptor:
+            // nothing to watch (the caller checked validity under this lock,
+            // so that happens only in a race it then loses).
+            let added: Void? = try s.withDescriptor { (fd) throws(SystemCallError) in
+                switch ms.epoll {
+                case .some(let ep): try Epoll.add(ep, fd, events: s.events, token: s.token)
+                case .none: preconditionFailure("PCRunLoop: mode without its epoll instance")
+                }
+            }
+            guard added != nil else { return }
             ms.portSources[s.token] = s
         case .custom(let s):
             let id = ObjectIdentifier(s)
@@ -189,7 +193,12 @@ extension PCRunLoop {
         case .port(let s):
             guard ms.portSources.removeValue(forKey: s.token) != nil else { return }
             do throws(SystemCallError) {
-                try Epoll.remove(ms.epoll, fd: s.fileDescriptor)
+                _ = try s.withDescriptor { (fd) throws(SystemCallError) in
+                    switch ms.epoll {
+                    case .some(let ep): try Epoll.remove(ep, fd)
+                    case .none: preconditionFailure("PCRunLoop: port source in a mode without epoll")
+                    }
+                }
             } catch {
                 preconditionFailure("PCRunLoop: \(error)")
             }

@@ -80,7 +80,7 @@ extension PCRunLoop {
             if handledSource { runPerformRequests(ms) }
             let poll = handledSource || clock.now() >= deadline
             var count = 0
-            if !poll, ms.epoll >= 0, !ms.observedActivities.isDisjoint(with: [.beforeWaiting, .afterWaiting]) {
+            if !poll, ms.hasEpoll, !ms.observedActivities.isDisjoint(with: [.beforeWaiting, .afterWaiting]) {
                 count = wait(ms, events, timeoutMilliseconds: 0)  // step 5
             }
             if count == 0 {
@@ -164,9 +164,14 @@ extension PCRunLoop {
 
     private func wait(_ ms: ModeState, _ events: Epoll.EventBuffer, timeoutMilliseconds: Int32) -> Int {
         do {
-            return try Epoll.wait(
-                ms.epoll >= 0 ? ms.epoll : bareEpoll, into: events,
-                timeoutMilliseconds: timeoutMilliseconds)
+            // Lock-free: `epoll` is read only once `hasEpoll` says it is set for good.
+            if ms.hasEpoll {
+                switch ms.epoll {
+                case .some(let ep): return try Epoll.wait(ep, into: events, timeoutMilliseconds: timeoutMilliseconds)
+                case .none: break
+                }
+            }
+            return try Epoll.wait(bareEpoll, into: events, timeoutMilliseconds: timeoutMilliseconds)
         } catch {
             preconditionFailure("PCRunLoop: \(error)")
         }

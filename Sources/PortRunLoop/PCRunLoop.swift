@@ -71,10 +71,10 @@ public final class PCRunLoop: @unchecked Sendable {
     // MARK: Immutable
 
     package let owner: ThreadIdentity
-    package let wakeFD: Int32
-    package let timerFD: Int32
+    package let wakeFD: OwnedDescriptor
+    package let timerFD: OwnedDescriptor
     /// Sleeps modes that have no port sources: holds only wakeFD and timerFD.
-    package let bareEpoll: Int32
+    package let bareEpoll: OwnedDescriptor
     /// Where the loop reads the time.
     public let clock: any RunLoopClock
     package let clockIsSystem: Bool
@@ -129,29 +129,16 @@ public final class PCRunLoop: @unchecked Sendable {
         owner = .current
         self.clock = clock
         clockIsSystem = clock is SystemMonotonicClock
+        // A failure closes whatever was created before it (each is owned).
         wakeFD = try EventFD.create()
-        do throws(SystemCallError) {
-            timerFD = try TimerFD.create()
-        } catch {
-            SystemCall.close(wakeFD)
-            throw error
-        }
-        do throws(SystemCallError) {
-            bareEpoll = try Epoll.create()
-            try Epoll.add(bareEpoll, fd: wakeFD, events: .readable, token: Self.wakeToken)
-            try Epoll.add(bareEpoll, fd: timerFD, events: .readable, token: Self.timerToken)
-        } catch {
-            SystemCall.close(wakeFD)
-            SystemCall.close(timerFD)
-            throw error
-        }
+        timerFD = try TimerFD.create()
+        bareEpoll = try Epoll.create()
+        try Epoll.add(bareEpoll, wakeFD, events: .readable, token: Self.wakeToken)
+        try Epoll.add(bareEpoll, timerFD, events: .readable, token: Self.timerToken)
     }
 
     deinit {
-        modes.removeAll()
-        SystemCall.close(bareEpoll)
-        SystemCall.close(timerFD)
-        SystemCall.close(wakeFD)
+        modes.removeAll()  // the modes' epoll instances first; the loop's own descriptors close with it
     }
 
     /// The calling thread's run loop, created on first use.

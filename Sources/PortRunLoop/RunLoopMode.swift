@@ -7,8 +7,10 @@
 // to the set later get the common items too).
 //
 // Invariant: every field of ModeState is read and written only with the
-// owning loop's lock held, but `epollFD` and `observedMask`: atomics the
-// loop's thread reads without the lock on every pass (written under it).
+// owning loop's lock held, but `epoll` and `observedMask`, which the loop's
+// thread reads without the lock on every pass: `observedMask` is an atomic;
+// `epoll` is written once, under the lock, before `hasEpoll` is set
+// (releasing), and read only after `hasEpoll` was seen set (acquiring).
 
 import PortSystem
 import Synchronization
@@ -32,13 +34,16 @@ extension PCRunLoop {
 /// Everything one mode holds. Protected by the owning loop's lock.
 package final class ModeState {
     package let mode: PCRunLoop.Mode
-    /// epoll instance watching this mode's port sources plus the loop's
-    /// wake-up eventfd and timerfd; created with the first port source.
-    package let epollFD = Atomic<Int32>(-1)
-    package var epoll: Int32 {
-        get { epollFD.load(ordering: .acquiring) }
-        set { epollFD.store(newValue, ordering: .releasing) }
-    }
+    /// The epoll instance watching this mode's port sources plus the loop's
+    /// wake-up eventfd and timerfd; created with the first port source, then
+    /// kept until the mode is discarded. Read it only once `hasEpoll`.
+    /// Exclusivity is not checked at run time: the field is written once,
+    /// before `hasEpoll` publishes it, so no read can overlap the write (and
+    /// the loop's pass reads it without a runtime call).
+    @exclusivity(unchecked) package private(set) var epoll: OwnedDescriptor? = nil
+    private let epollCreated = Atomic<Bool>(false)
+    /// Whether `epoll` exists; lock-free.
+    package var hasEpoll: Bool { epollCreated.load(ordering: .acquiring) }
     package var portSources: [UInt64: PortSource] = [:]
     package var customSources: [ObjectIdentifier: RunLoopSource] = [:]
     package var timers = TimerHeap()
@@ -54,8 +59,11 @@ package final class ModeState {
 
     package init(mode: PCRunLoop.Mode) { self.mode = mode }
 
-    deinit {
-        if epoll >= 0 { SystemCall.close(epoll) }
+    /// Lock held: installs the mode's epoll instance, once.
+    package func setEpoll(_ instance: consuming OwnedDescriptor) {
+        precondition(!hasEpoll, "ModeState: epoll instance set twice")
+        epoll = consume instance
+        epollCreated.store(true, ordering: .releasing)
     }
 
     package var hasSourcesOrTimers: Bool {

@@ -66,9 +66,22 @@ package enum CurrentProcess {
     package static func exit(_ status: Int32) -> Never { Glibc.exit(status) }
 }
 
-/// The standard streams' descriptor numbers.
-package enum StandardStream {
-    package static let input: Int32 = STDIN_FILENO
-    package static let output: Int32 = STDOUT_FILENO
-    package static let error: Int32 = STDERR_FILENO
+/// The standard streams: descriptors the process has from its start and
+/// never closes, so they are lent, never owned.
+package enum StandardStream: Sendable {
+    case input, output, error
+
+    /// The stream's descriptor number (0, 1, 2), as a child sees it too.
+    package var number: Int32 {
+        switch self {
+        case .input: STDIN_FILENO
+        case .output: STDOUT_FILENO
+        case .error: STDERR_FILENO
+        }
+    }
+
+    /// Lends the stream's descriptor to `body`; it stays open afterwards.
+    package func withDescriptor<R: ~Copyable, E: Error>(_ body: (borrowing OwnedDescriptor) throws(E) -> R) throws(E) -> R {
+        try OwnedDescriptor.lending(number, to: body)  // the process's, not ours to close
+    }
 }

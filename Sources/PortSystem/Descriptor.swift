@@ -1,7 +1,7 @@
 // Descriptor: calls on any open descriptor, whatever it refers to (a pipe,
 // a file, a standard stream, a socket handed to another program): duplicate
 // it, read from it, write to it, switch its blocking mode. The socket-only
-// calls are in UnixSocket and LocalSocket.
+// calls are in UnixSocket and LocalSocket; closing is OwnedDescriptor's.
 //
 // Invariants: duplicates are CLOEXEC (a child gets only what it is given
 // explicitly); reads and writes retry EINTR and report EAGAIN as a value;
@@ -13,19 +13,20 @@ import CPortSystem
 import Glibc
 
 package enum Descriptor {
-    /// A CLOEXEC duplicate of `fd` numbered `minimum` or above. The
-    /// corresponding C function is `fcntl(F_DUPFD_CLOEXEC)`.
-    package static func duplicate(_ fd: Int32, atLeast minimum: Int32 = 0) throws(SystemCallError) -> Int32 {
-        try SystemCall.must("fcntl(F_DUPFD_CLOEXEC)") { fcntl(fd, F_DUPFD_CLOEXEC, minimum) }
+    /// A CLOEXEC duplicate of `fd` numbered `minimum` or above, owned by
+    /// the caller. The corresponding C function is `fcntl(F_DUPFD_CLOEXEC)`.
+    package static func duplicate(
+        _ fd: borrowing OwnedDescriptor, atLeast minimum: Int32 = 0
+    ) throws(SystemCallError) -> OwnedDescriptor {
+        let n = fd.rawValue
+        return OwnedDescriptor(adopting: try SystemCall.must("fcntl(F_DUPFD_CLOEXEC)") { fcntl(n, F_DUPFD_CLOEXEC, minimum) })
     }
-
-    /// Closes `fd`. The corresponding C function is `close`.
-    package static func close(_ fd: Int32) { SystemCall.close(fd) }
 
     /// Sets or clears O_NONBLOCK on the open file description of `fd`
     /// (shared by every duplicate, in every process). The corresponding C
     /// function is `fcntl(F_SETFL)`.
-    package static func setNonBlocking(_ fd: Int32, _ nonBlocking: Bool) throws(SystemCallError) {
+    package static func setNonBlocking(_ fd: borrowing OwnedDescriptor, _ nonBlocking: Bool) throws(SystemCallError) {
+        let fd = fd.rawValue
         let flags = try SystemCall.must("fcntl(F_GETFL)") { fcntl(fd, F_GETFL) }
         let wanted = nonBlocking ? flags | O_NONBLOCK : flags & ~O_NONBLOCK
         if wanted != flags {
@@ -44,7 +45,8 @@ package enum Descriptor {
     }
 
     /// Reads at most `buffer.count` bytes. The corresponding C function is `read`.
-    package static func read(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) throws(SystemCallError) -> ReadOutcome {
+    package static func read(_ fd: borrowing OwnedDescriptor, into buffer: UnsafeMutableRawBufferPointer) throws(SystemCallError) -> ReadOutcome {
+        let fd = fd.rawValue
         switch try SystemCall.run("read", { Glibc.read(fd, buffer.baseAddress, buffer.count) }) {
         case .done(0): return .endOfFile
         case .done(let n): return .bytes(n)
@@ -64,7 +66,8 @@ package enum Descriptor {
 
     /// Writes some of `bytes`. The corresponding C function is `write`
     /// (SIGPIPE must be ignored by the caller for EPIPE to arrive as a value).
-    package static func write(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) throws(SystemCallError) -> WriteOutcome {
+    package static func write(_ fd: borrowing OwnedDescriptor, _ bytes: UnsafeRawBufferPointer) throws(SystemCallError) -> WriteOutcome {
+        let fd = fd.rawValue
         do {
             switch try SystemCall.run("write", { Glibc.write(fd, bytes.baseAddress, bytes.count) }) {
             case .done(let n): return .bytes(n)
@@ -77,27 +80,27 @@ package enum Descriptor {
 
     /// Writes all of `bytes` to a blocking descriptor (waiting for room on a
     /// non-blocking one). Returns false when the reader went away (EPIPE).
-    package static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) throws(SystemCallError) -> Bool {
+    package static func writeAll(_ fd: borrowing OwnedDescriptor, _ bytes: UnsafeRawBufferPointer) throws(SystemCallError) -> Bool {
         var rest = bytes
         while !rest.isEmpty {
             switch try write(fd, rest) {
             case .bytes(let n): rest = UnsafeRawBufferPointer(rebasing: rest[n...])
             case .brokenPipe: return false
-            case .wouldBlock: _ = try Poll.wait([(fd, .writable)], timeout: nil)
+            case .wouldBlock: _ = try Poll.wait(fd, for: .writable, timeout: nil)
             }
         }
         return true
     }
 
     /// Writes all of `bytes`; see `writeAll(_:_:)` for a raw buffer.
-    package static func writeAll(_ fd: Int32, _ bytes: [UInt8]) throws(SystemCallError) -> Bool {
+    package static func writeAll(_ fd: borrowing OwnedDescriptor, _ bytes: [UInt8]) throws(SystemCallError) -> Bool {
         try bytes.withUnsafeBytes { raw in
             Result { () throws(SystemCallError) in try writeAll(fd, raw) }
         }.get()
     }
 
     /// Reads `fd` to its end (waiting for data on a non-blocking one).
-    package static func readAll(_ fd: Int32, sizeHint: Int = 0) throws(SystemCallError) -> [UInt8] {
+    package static func readAll(_ fd: borrowing OwnedDescriptor, sizeHint: Int = 0) throws(SystemCallError) -> [UInt8] {
         var result: [UInt8] = []
         result.reserveCapacity(sizeHint + 1)
         let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 16, alignment: 1)
@@ -106,7 +109,7 @@ package enum Descriptor {
             switch try read(fd, into: chunk) {
             case .bytes(let n): result.append(contentsOf: UnsafeRawBufferPointer(rebasing: chunk[..<n]))
             case .endOfFile: return result
-            case .wouldBlock: _ = try Poll.wait([(fd, .readable)], timeout: nil)
+            case .wouldBlock: _ = try Poll.wait(fd, for: .readable, timeout: nil)
             }
         }
     }

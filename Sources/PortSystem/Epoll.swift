@@ -1,6 +1,8 @@
 // Epoll: epoll(7). One instance per run-loop mode; descriptors are
 // level-triggered and identified by a 64-bit token, never by pointer, so an
 // event for a source removed earlier in the same batch is simply not found.
+// A watched descriptor is lent to `add` and `remove`: the set does not own
+// it, and its owner removes it before closing it.
 
 import CPortSystem
 import Glibc
@@ -18,12 +20,15 @@ package enum Epoll {
     }
 
     /// The corresponding C function is `epoll_create1` (with `EPOLL_CLOEXEC`).
-    package static func create() throws(SystemCallError) -> Int32 {
-        try SystemCall.must("epoll_create1") { epoll_create1(Int32(EPOLL_CLOEXEC)) }
+    package static func create() throws(SystemCallError) -> OwnedDescriptor {
+        OwnedDescriptor(adopting: try SystemCall.must("epoll_create1") { epoll_create1(Int32(EPOLL_CLOEXEC)) })
     }
 
     /// The corresponding C function is `epoll_ctl(EPOLL_CTL_ADD)`.
-    package static func add(_ epfd: Int32, fd: Int32, events: Events, token: UInt64) throws(SystemCallError) {
+    package static func add(
+        _ epoll: borrowing OwnedDescriptor, _ fd: borrowing OwnedDescriptor, events: Events, token: UInt64
+    ) throws(SystemCallError) {
+        let epfd = epoll.rawValue, fd = fd.rawValue
         var ev = epoll_event()
         ev.events = events.rawValue
         ev.data.u64 = token
@@ -31,7 +36,10 @@ package enum Epoll {
     }
 
     /// The corresponding C function is `epoll_ctl(EPOLL_CTL_MOD)`.
-    package static func modify(_ epfd: Int32, fd: Int32, events: Events, token: UInt64) throws(SystemCallError) {
+    package static func modify(
+        _ epoll: borrowing OwnedDescriptor, _ fd: borrowing OwnedDescriptor, events: Events, token: UInt64
+    ) throws(SystemCallError) {
+        let epfd = epoll.rawValue, fd = fd.rawValue
         var ev = epoll_event()
         ev.events = events.rawValue
         ev.data.u64 = token
@@ -40,7 +48,8 @@ package enum Epoll {
 
     /// The corresponding C function is `epoll_ctl(EPOLL_CTL_DEL)`. ENOENT is
     /// ignored: removing what is not there is idempotent.
-    package static func remove(_ epfd: Int32, fd: Int32) throws(SystemCallError) {
+    package static func remove(_ epoll: borrowing OwnedDescriptor, _ fd: borrowing OwnedDescriptor) throws(SystemCallError) {
+        let epfd = epoll.rawValue, fd = fd.rawValue
         do {
             _ = try SystemCall.must("epoll_ctl(DEL)") { epoll_ctl(epfd, EPOLL_CTL_DEL, fd, nil) }
         } catch where error.errno == .noSuchFileOrDirectory {
@@ -70,8 +79,9 @@ package enum Epoll {
     /// blocks, 0 polls. Returns the number of events written to `buffer`.
     @inlinable @inline(__always)
     package static func wait(
-        _ epfd: Int32, into buffer: EventBuffer, timeoutMilliseconds: Int32
+        _ epoll: borrowing OwnedDescriptor, into buffer: EventBuffer, timeoutMilliseconds: Int32
     ) throws(SystemCallError) -> Int {
+        let epfd = epoll.rawValue
         let events = buffer.events, capacity = buffer.capacity
         // EINTR is retried by SystemCall.run; a run loop's deadline is
         // re-checked by its caller, so a retry never oversleeps a timer (the

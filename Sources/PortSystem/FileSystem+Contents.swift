@@ -23,15 +23,17 @@ extension FileSystem {
     /// regular file and EFBIG when it holds more than `maximumBytes`. The
     /// corresponding C functions are `open`, `fstat` and `read`.
     package static func contents(ofFile path: String, maximumBytes: Int) throws(SystemCallError) -> [UInt8]? {
-        let fd: Int32
+        let file: OwnedDescriptor  // closed on return
         do {
             // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer.
-            fd = try SystemCall.must("open(\(path))") { open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK) }
+            file = OwnedDescriptor(adopting: try SystemCall.must("open(\(path))") {
+                open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)
+            })
         } catch where error.errno == .noSuchFileOrDirectory {
             return nil
         }
-        defer { SystemCall.close(fd) }
-        let status = try FileSystem.status(ofDescriptor: fd)
+        let status = try FileSystem.status(ofDescriptor: file)
+        let fd = file.rawValue
         switch status.kind {
         case .regular: break
         case .directory: throw SystemCallError(call: "read(\(path))", errno: .isDirectory)
@@ -53,14 +55,14 @@ extension FileSystem {
     /// grow or shrink while read. The corresponding C functions are
     /// `open(O_RDONLY | O_CLOEXEC)`, `fstat` and `read`.
     package static func contents(ofPath path: String) throws(SystemCallError) -> [UInt8] {
-        let fd = try SystemCall.must("open(\(path))") { open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY) }
-        defer { SystemCall.close(fd) }
-        let status = try FileSystem.status(ofDescriptor: fd)
+        let file = OwnedDescriptor(adopting: try SystemCall.must("open(\(path))") { open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY) })
+        let status = try FileSystem.status(ofDescriptor: file)
         if status.kind == .directory { throw SystemCallError(call: "read(\(path))", errno: .isDirectory) }
         var s = stat()
+        let fd = file.rawValue
         _ = try SystemCall.must("fstat(\(path))") { fstat(fd, &s) }
         do {
-            return try Descriptor.readAll(fd, sizeHint: status.kind == .regular ? Int(s.st_size) : 0)
+            return try Descriptor.readAll(file, sizeHint: status.kind == .regular ? Int(s.st_size) : 0)
         } catch {
             throw SystemCallError(call: "\(error.call)(\(path))", errno: error.errno)
         }

@@ -57,7 +57,8 @@ package enum FileSystem {
     }
 
     /// The corresponding C function is `fstat`.
-    package static func status(ofDescriptor fd: Int32) throws(SystemCallError) -> FileStatus {
+    package static func status(ofDescriptor fd: borrowing OwnedDescriptor) throws(SystemCallError) -> FileStatus {
+        let fd = fd.rawValue
         var s = stat()
         _ = try SystemCall.must("fstat") { fstat(fd, &s) }
         return FileStatus(s)
@@ -110,20 +111,19 @@ package enum FileSystem {
     /// symlink is not followed (ELOOP). The corresponding C functions are
     /// `open(O_DIRECTORY | O_NOFOLLOW)`, `fdopendir`, `readdir` and `closedir`.
     package static func entries(ofDirectory path: String) throws(SystemCallError) -> [String]? {
-        let fd: Int32
+        let directory: OwnedDescriptor
         do {
-            fd = try SystemCall.must("open(\(path), O_DIRECTORY)") {
+            directory = OwnedDescriptor(adopting: try SystemCall.must("open(\(path), O_DIRECTORY)") {
                 open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-            }
+            })
         } catch where error.errno == .noSuchFileOrDirectory {
             return nil
         }
-        guard let stream = fdopendir(fd) else {
-            let e = port_errno()
-            SystemCall.close(fd)
-            throw SystemCallError(call: "fdopendir(\(path))", errno: Errno(rawValue: e))
+        guard let stream = fdopendir(directory.rawValue) else {
+            throw SystemCallError(call: "fdopendir(\(path))", errno: Errno(rawValue: port_errno()))
         }
-        defer { closedir(stream) }  // closes fd too
+        _ = directory.take()  // the stream owns it now
+        defer { closedir(stream) }  // closes the descriptor too
         var names: [String] = []
         // readdir returns NULL at the end; its only errors (EBADF) cannot
         // happen on a stream opened here.

@@ -2,12 +2,12 @@
 // SEQPACKET) addressed by path strings, for portd's process shell, the
 // name-server client's connect and the test harnesses. What UnixSocket,
 // Descriptor and Poll already wrap (bind, listen, accept4, connect,
-// SO_PEERCRED, close, poll) is called there, so each system call stays
-// wrapped once; only what they lack is wrapped here: socket(2) of other
+// SO_PEERCRED, poll) is called there, so each system call stays wrapped
+// once (closing is OwnedDescriptor's); only what they lack is wrapped here: socket(2) of other
 // types, plain byte send/recvmsg without control messages, SO_SNDTIMEO.
 // Access is `package`: not part of PortCore's public API.
 //
-// Invariants: every descriptor is created CLOEXEC (and NONBLOCK unless the
+// Invariants: every descriptor is created CLOEXEC and returned owned (and NONBLOCK unless the
 // caller needs a blocking connect, see `connect`); sends use MSG_NOSIGNAL;
 // recvmsg uses MSG_CMSG_CLOEXEC; a record longer than the caller's buffer is
 // reported as truncated, never silently cut.
@@ -49,19 +49,14 @@ package enum LocalSocket {
 
     /// A new AF_UNIX socket, CLOEXEC, and NONBLOCK when `nonBlocking`.
     /// The corresponding C function is `socket`.
-    package static func make(_ kind: Kind, nonBlocking: Bool = true) throws(SystemCallError) -> Int32 {
+    package static func make(_ kind: Kind, nonBlocking: Bool = true) throws(SystemCallError) -> OwnedDescriptor {
         var type = kind.rawValue | Int32(SOCK_CLOEXEC.rawValue)
         if nonBlocking { type |= Int32(SOCK_NONBLOCK.rawValue) }
-        return try SystemCall.must("socket(AF_UNIX)") { socket(AF_UNIX, type, 0) }
-    }
-
-    /// Closes a socket this process owns (Descriptor.close).
-    package static func close(_ fd: Int32) {
-        Descriptor.close(fd)
+        return OwnedDescriptor(adopting: try SystemCall.must("socket(AF_UNIX)") { socket(AF_UNIX, type, 0) })
     }
 
     /// Binds `fd` to a filesystem path (UnixSocket.bind).
-    package static func bind(_ fd: Int32, path: String) throws(SystemCallError) {
+    package static func bind(_ fd: borrowing OwnedDescriptor, path: String) throws(SystemCallError) {
         try UnixSocket.bind(fd, to: address(try: "bind(\(path))") { () throws(UnixSocketAddress.Error) in
             try UnixSocketAddress(path: path)
         })
@@ -69,7 +64,7 @@ package enum LocalSocket {
 
     /// Binds `fd` to a name in the abstract namespace (unix(7)): no file,
     /// gone when the last descriptor closes. `name` excludes the leading NUL.
-    package static func bind(_ fd: Int32, abstractName name: String) throws(SystemCallError) {
+    package static func bind(_ fd: borrowing OwnedDescriptor, abstractName name: String) throws(SystemCallError) {
         try UnixSocket.bind(fd, to: address(try: "bind(@\(name))") { () throws(UnixSocketAddress.Error) in
             try UnixSocketAddress(abstract: name)
         })
@@ -77,7 +72,7 @@ package enum LocalSocket {
 
     /// Accepts one pending connection as a CLOEXEC|NONBLOCK descriptor, or
     /// nil when none is pending (UnixSocket.accept).
-    package static func accept(_ fd: Int32) throws(SystemCallError) -> Int32? {
+    package static func accept(_ fd: borrowing OwnedDescriptor) throws(SystemCallError) -> OwnedDescriptor? {
         try UnixSocket.accept(fd)
     }
 
@@ -90,7 +85,7 @@ package enum LocalSocket {
     /// which is how a client bounds the wait. Both report `.wouldBlock`.
     /// ENOENT (no file), ECONNREFUSED (a file nobody listens on) and EACCES
     /// are thrown for the caller to switch on.
-    package static func connect(_ fd: Int32, path: String) throws(SystemCallError) -> ConnectResult {
+    package static func connect(_ fd: borrowing OwnedDescriptor, path: String) throws(SystemCallError) -> ConnectResult {
         let target = try address(try: "connect(\(path))") { () throws(UnixSocketAddress.Error) in
             try UnixSocketAddress(path: path)
         }
@@ -98,7 +93,7 @@ package enum LocalSocket {
     }
 
     /// Connects a datagram socket to a name in the abstract namespace.
-    package static func connect(_ fd: Int32, abstractName name: String) throws(SystemCallError) -> ConnectResult {
+    package static func connect(_ fd: borrowing OwnedDescriptor, abstractName name: String) throws(SystemCallError) -> ConnectResult {
         let target = try address(try: "connect(@\(name))") { () throws(UnixSocketAddress.Error) in
             try UnixSocketAddress(abstract: name)
         }
@@ -108,7 +103,8 @@ package enum LocalSocket {
     /// Sends one record without blocking; false when the peer's queue is
     /// full. EPIPE/ECONNRESET (peer gone) are thrown. The corresponding C
     /// function is `send` (with `MSG_NOSIGNAL | MSG_DONTWAIT`).
-    package static func send(_ fd: Int32, _ bytes: [UInt8]) throws(SystemCallError) -> Bool {
+    package static func send(_ fd: borrowing OwnedDescriptor, _ bytes: [UInt8]) throws(SystemCallError) -> Bool {
+        let fd = fd.rawValue
         let flags = Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT)
         // Array.withUnsafeBytes rethrows untyped errors: carry the typed one out in a Result.
         let result = bytes.withUnsafeBytes { raw in
@@ -124,7 +120,8 @@ package enum LocalSocket {
 
     /// Receives one record into `buffer` without blocking. The corresponding
     /// C function is `recvmsg` (with `MSG_CMSG_CLOEXEC | MSG_DONTWAIT`).
-    package static func receive(_ fd: Int32, into buffer: inout [UInt8]) throws(SystemCallError) -> ReceiveResult {
+    package static func receive(_ fd: borrowing OwnedDescriptor, into buffer: inout [UInt8]) throws(SystemCallError) -> ReceiveResult {
+        let fd = fd.rawValue
         let capacity = buffer.count
         let outcome = buffer.withUnsafeMutableBytes { raw in
             Result { () throws(SystemCallError) -> (IOResult<Int>, Int32) in
@@ -148,13 +145,14 @@ package enum LocalSocket {
     }
 
     /// Who connected (or, on the client side, who listens): UnixSocket.peerCredentials.
-    package static func peerCredentials(_ fd: Int32) throws(SystemCallError) -> Credentials {
+    package static func peerCredentials(_ fd: borrowing OwnedDescriptor) throws(SystemCallError) -> Credentials {
         try UnixSocket.peerCredentials(fd)
     }
 
     /// Bounds how long a blocking send or connect waits. The corresponding C
     /// function is `setsockopt(SO_SNDTIMEO)`.
-    package static func setSendTimeout(_ fd: Int32, _ timeout: Duration) throws(SystemCallError) {
+    package static func setSendTimeout(_ fd: borrowing OwnedDescriptor, _ timeout: Duration) throws(SystemCallError) {
+        let fd = fd.rawValue
         let ns = max(timeout.nanosecondsClamped, 1_000)  // 0 would mean "forever"
         var value = timeval(tv_sec: Int(ns / 1_000_000_000), tv_usec: Int(ns % 1_000_000_000) / 1_000)
         _ = try SystemCall.must("setsockopt(SO_SNDTIMEO)") {
@@ -168,8 +166,8 @@ package enum LocalSocket {
     /// Waits until `fd` is ready for `events` (hang-up and error always
     /// count) or `timeout` passes; returns what is ready, empty on timeout
     /// (Poll.wait).
-    package static func wait(_ fd: Int32, for events: Readiness, timeout: Duration) throws(SystemCallError) -> Readiness {
-        try Poll.wait([(fd, events)], timeout: timeout)[0]
+    package static func wait(_ fd: borrowing OwnedDescriptor, for events: Readiness, timeout: Duration) throws(SystemCallError) -> Readiness {
+        try Poll.wait(fd, for: events, timeout: timeout)
     }
 
     // MARK: - Addresses

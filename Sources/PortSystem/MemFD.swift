@@ -13,7 +13,9 @@
 import CPortSystem
 import Glibc
 
-/// Sealed shared-memory files. Each system call is wrapped once here.
+/// Sealed shared-memory files. Each system call is wrapped once here. The
+/// calls are `package` (PortCore's users hold a SharedMemory); the seals and
+/// the validation error are public, as PortError reports them.
 public enum MemFD {
     /// File seals (`F_SEAL_*`), as `F_GET_SEALS` reports them.
     public struct Seals: OptionSet, Sendable, Hashable, CustomStringConvertible {
@@ -76,21 +78,24 @@ public enum MemFD {
     /// Creates an empty memfd that allows sealing. The corresponding C function
     /// is `memfd_create` (`MFD_CLOEXEC | MFD_ALLOW_SEALING`, plus
     /// `MFD_NOEXEC_SEAL` on kernels that have it).
-    public static func create(name: String = "portd") throws(SystemCallError) -> Int32 {
+    package static func create(name: String = "portd") throws(SystemCallError) -> OwnedDescriptor {
         let base = PORT_MFD_CLOEXEC | PORT_MFD_ALLOW_SEALING
+        let number: Int32
         do {
             // Since Linux 6.3 a memfd without MFD_EXEC/MFD_NOEXEC_SEAL logs a
             // warning (and vm.memfd_noexec=2 refuses it); older kernels reject
             // the flag with EINVAL, so fall back.
-            return try SystemCall.must("memfd_create") { port_memfd_create(name, base | PORT_MFD_NOEXEC_SEAL) }
+            number = try SystemCall.must("memfd_create") { port_memfd_create(name, base | PORT_MFD_NOEXEC_SEAL) }
         } catch where error.errno == .invalidArgument {
-            return try SystemCall.must("memfd_create") { port_memfd_create(name, base) }
+            number = try SystemCall.must("memfd_create") { port_memfd_create(name, base) }
         }
+        return OwnedDescriptor(adopting: number)
     }
 
     /// Writes all of `bytes` at the current offset, looping over short writes.
     /// The corresponding C function is `write`.
-    public static func write(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) throws(SystemCallError) {
+    package static func write(_ fd: borrowing OwnedDescriptor, _ bytes: UnsafeRawBufferPointer) throws(SystemCallError) {
+        let fd = fd.rawValue
         var done = 0
         while done < bytes.count {
             guard let base = bytes.baseAddress else { return }
@@ -100,42 +105,42 @@ public enum MemFD {
     }
 
     /// Adds `seals`. The corresponding C function is `fcntl(F_ADD_SEALS)`.
-    public static func addSeals(_ fd: Int32, _ seals: Seals) throws(SystemCallError) {
+    package static func addSeals(_ fd: borrowing OwnedDescriptor, _ seals: Seals) throws(SystemCallError) {
+        let fd = fd.rawValue
         _ = try SystemCall.must("fcntl(F_ADD_SEALS)") { port_add_seals(fd, seals.rawValue) }
     }
 
     /// The seals on `fd`. The corresponding C function is `fcntl(F_GET_SEALS)`;
     /// it fails with EINVAL for files that do not support sealing.
-    public static func seals(_ fd: Int32) throws(SystemCallError) -> Seals {
+    package static func seals(_ fd: borrowing OwnedDescriptor) throws(SystemCallError) -> Seals {
+        let fd = fd.rawValue
         let r = try SystemCall.must("fcntl(F_GET_SEALS)") { port_get_seals(fd) }
         return Seals(rawValue: UInt32(bitPattern: r))
     }
 
     /// The file's size in bytes. The corresponding C function is `fstat`.
-    public static func size(_ fd: Int32) throws(SystemCallError) -> Int {
+    package static func size(_ fd: borrowing OwnedDescriptor) throws(SystemCallError) -> Int {
+        let fd = fd.rawValue
         var st = stat()
         _ = try SystemCall.must("fstat") { fstat(fd, &st) }
         return Int(st.st_size)
     }
 
-    /// A new memfd holding a copy of `bytes`, sealed with `Seals.all`.
-    /// The caller owns the returned descriptor.
-    public static func makeSealed(_ bytes: UnsafeRawBufferPointer, name: String = "portd") throws(SystemCallError) -> Int32 {
+    /// A new memfd holding a copy of `bytes`, sealed with `Seals.all`,
+    /// owned by the caller (closed again when a step fails).
+    package static func makeSealed(
+        _ bytes: UnsafeRawBufferPointer, name: String = "portd"
+    ) throws(SystemCallError) -> OwnedDescriptor {
         let fd = try create(name: name)
-        do {
-            try write(fd, bytes)
-            try addSeals(fd, .all)
-            return fd
-        } catch {
-            SystemCall.close(fd)
-            throw error
-        }
+        try write(fd, bytes)
+        try addSeals(fd, .all)
+        return fd
     }
 
     /// Checks that `fd` is a memfd sealed with at least `Seals.required` and
     /// holding at least `length` bytes. A receiver calls this before
     /// `mapReadOnly`; an unsealed memfd is refused.
-    public static func checkSealed(_ fd: Int32, length: Int) throws(ValidationError) {
+    package static func checkSealed(_ fd: borrowing OwnedDescriptor, length: Int) throws(ValidationError) {
         let present: Seals
         do {
             present = try seals(fd)
@@ -154,8 +159,9 @@ public enum MemFD {
     /// Maps the first `length` bytes of `fd` read-only and shared. `length`
     /// must be positive. Unmap with `unmap`. The corresponding C function is
     /// `mmap(PROT_READ, MAP_SHARED)`.
-    public static func mapReadOnly(_ fd: Int32, length: Int) throws(SystemCallError) -> UnsafeRawBufferPointer {
+    package static func mapReadOnly(_ fd: borrowing OwnedDescriptor, length: Int) throws(SystemCallError) -> UnsafeRawBufferPointer {
         precondition(length > 0, "mmap of an empty range")
+        let fd = fd.rawValue
         var p: UnsafeMutableRawPointer? = nil
         // mmap reports failure as MAP_FAILED, not -1: translate inside the
         // body so the chokepoint sees the errno of this very call.
@@ -167,7 +173,7 @@ public enum MemFD {
     }
 
     /// Unmaps a region returned by `mapReadOnly`. The corresponding C function is `munmap`.
-    public static func unmap(_ region: UnsafeRawBufferPointer) {
+    package static func unmap(_ region: UnsafeRawBufferPointer) {
         guard let base = region.baseAddress else { return }
         // munmap fails only for ranges PortCore never passes (EINVAL).
         let r = munmap(UnsafeMutableRawPointer(mutating: base), region.count)

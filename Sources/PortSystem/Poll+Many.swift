@@ -1,6 +1,7 @@
-// Poll+Many: poll(2) on several descriptors at once, for a process that
-// feeds one pipe while it drains another (a child's stdin and stdout), or
-// waits for one of a few events without a run loop.
+// Poll+Many: poll(2) without a run loop, with a timeout: on one descriptor,
+// or on two at once, for a process that feeds one pipe while it drains
+// another (a child's stdin and stdout), or waits for one of two events (a
+// child's exit, a signal). The descriptors are only lent for the wait.
 
 import CPortSystem
 import Glibc
@@ -20,11 +21,30 @@ extension Poll {
         package static let readHangUp = Events(rawValue: 0x2000)
     }
 
-    /// Waits until one of `entries` is ready or `timeout` passes (nil: no
-    /// bound); returns what each one reported, all empty on timeout. An
-    /// interrupted wait resumes with the time left. The corresponding C
-    /// function is `poll`.
-    package static func wait(_ entries: [(fd: Int32, events: Events)], timeout: Duration?) throws(SystemCallError) -> [Events] {
+    /// Waits until `fd` is ready for `events` (hang-up and error always
+    /// count) or `timeout` passes (nil: no bound); returns what it reported,
+    /// empty on timeout. The corresponding C function is `poll`.
+    package static func wait(
+        _ fd: borrowing OwnedDescriptor, for events: Events, timeout: Duration?
+    ) throws(SystemCallError) -> Events {
+        try wait([(fd.rawValue, events)], timeout: timeout)[0]
+    }
+
+    /// Waits until `a` is ready for `aEvents` or `b` for `bEvents`, or
+    /// `timeout` passes (nil: no bound); returns what each reported, both
+    /// empty on timeout. The corresponding C function is `poll`.
+    package static func wait(
+        _ a: borrowing OwnedDescriptor, for aEvents: Events, _ b: borrowing OwnedDescriptor, for bEvents: Events,
+        timeout: Duration?
+    ) throws(SystemCallError) -> (Events, Events) {
+        let ready = try wait([(a.rawValue, aEvents), (b.rawValue, bEvents)], timeout: timeout)
+        return (ready[0], ready[1])
+    }
+
+    /// Waits until one of `entries` is ready or `timeout` passes; returns
+    /// what each one reported, all empty on timeout. An interrupted wait
+    /// resumes with the time left.
+    private static func wait(_ entries: [(fd: Int32, events: Events)], timeout: Duration?) throws(SystemCallError) -> [Events] {
         let deadline = timeout.map { MonotonicInstant.now() + $0 }
         var fds = entries.map { pollfd(fd: $0.fd, events: $0.events.rawValue, revents: 0) }
         while true {

@@ -8,7 +8,8 @@ package enum Poll {
     /// Waits until `fd` is writable or `deadline` passes. Returns false on
     /// timeout. Hang-up and error conditions count as "ready": the send that
     /// follows reports them. The corresponding C function is `poll`.
-    package static func waitWritable(_ fd: Int32, until deadline: MonotonicInstant) throws(SystemCallError) -> Bool {
+    package static func waitWritable(_ fd: borrowing OwnedDescriptor, until deadline: MonotonicInstant) throws(SystemCallError) -> Bool {
+        let fd = fd.rawValue
         while true {
             let now = MonotonicInstant.now()
             if now >= deadline { return false }

@@ -19,7 +19,8 @@ extension SignalFD {
 
     /// Reads one pending signal with its origin, or nil when none is
     /// pending. The corresponding C function is `read` on a signalfd.
-    package static func readDelivery(_ fd: Int32) throws(SystemCallError) -> Delivery? {
+    package static func readDelivery(_ fd: borrowing OwnedDescriptor) throws(SystemCallError) -> Delivery? {
+        let fd = fd.rawValue
         var info = signalfd_siginfo()
         let size = MemoryLayout<signalfd_siginfo>.size
         switch try SystemCall.run("read(signalfd)", { Glibc.read(fd, &info, size) }) {

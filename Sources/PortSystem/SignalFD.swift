@@ -5,21 +5,23 @@
 import CPortSystem
 import Glibc
 
-public enum SignalFD {
+/// signalfd(2). Access is `package`: the executables use it.
+package enum SignalFD {
     /// Blocks `signals` for the calling thread (and threads it creates later)
     /// and returns a signalfd that reports them. The corresponding C functions
     /// are `pthread_sigmask` and `signalfd`.
-    public static func create(for signals: [Int32]) throws(SystemCallError) -> Int32 {
+    package static func create(for signals: [Int32]) throws(SystemCallError) -> OwnedDescriptor {
         var set = sigset_t()
         sigemptyset(&set)
         for s in signals { sigaddset(&set, s) }
         let r = pthread_sigmask(SIG_BLOCK, &set, nil)
         if r != 0 { throw SystemCallError(call: "pthread_sigmask", errno: .init(rawValue: r)) }
-        return try SystemCall.must("signalfd") { signalfd(-1, &set, Int32(SFD_CLOEXEC | SFD_NONBLOCK)) }
+        return OwnedDescriptor(adopting: try SystemCall.must("signalfd") { signalfd(-1, &set, Int32(SFD_CLOEXEC | SFD_NONBLOCK)) })
     }
 
     /// Reads one pending signal number, or nil when none is pending.
-    public static func read(_ fd: Int32) throws(SystemCallError) -> Int32? {
+    package static func read(_ fd: borrowing OwnedDescriptor) throws(SystemCallError) -> Int32? {
+        let fd = fd.rawValue
         var info = signalfd_siginfo()
         let size = MemoryLayout<signalfd_siginfo>.size
         switch try SystemCall.run("read(signalfd)", { Glibc.read(fd, &info, size) }) {

@@ -3,11 +3,14 @@
 // a program the way socket activation does.
 //
 // Invariants: the child gets exactly the descriptors it is given (every
-// descriptor PortCore creates is CLOEXEC; `descriptors` maps child numbers
-// to ours through dup2, which clears CLOEXEC on the copy); to make that
-// mapping safe whatever the numbers, each source is first duplicated above
-// every target, so no dup2 overwrites a source another one still needs, and
-// a source already at its target number still loses CLOEXEC. The child
+// descriptor PortCore creates is CLOEXEC; `Descriptors` maps child numbers
+// to duplicates of ours, installed with dup2, which clears CLOEXEC on the
+// copy); to make that mapping safe whatever the numbers, each duplicate is
+// numbered above its target and the dup2s run in ascending target order, so
+// no dup2 overwrites a duplicate still needed (each is above every target
+// installed before it), and a source already at its target number still
+// loses CLOEXEC. The duplicates are the table's own, closed once the child
+// is started. The child
 // starts with no signal blocked and SIGPIPE, SIGINT, SIGTERM, SIGHUP,
 // SIGCHLD at their defaults, whatever the parent did with them.
 
@@ -36,26 +39,49 @@ package enum Spawn {
         }
     }
 
-    /// Starts `arguments[0]` (searched in PATH unless it holds a "/") with
-    /// `arguments` and `environment` ("NAME=value" strings); `descriptors`
-    /// maps each child descriptor number to one of ours (0, 1, 2 included:
-    /// an unmapped standard stream is inherited as is). Returns the pid.
-    /// The corresponding C function is `posix_spawnp`.
-    package static func start(
-        _ arguments: [String], environment: [String], descriptors: [Int32: Int32] = [:]
-    ) throws(SystemCallError) -> Int32 {
-        precondition(!arguments.isEmpty, "Spawn.start needs a program")
-        let floor = (descriptors.keys.max() ?? 2) + 1
-        var duplicates: [(target: Int32, copy: Int32)] = []
-        defer { for d in duplicates { SystemCall.close(d.copy) } }
-        for (target, source) in descriptors.sorted(by: { $0.key < $1.key }) {
-            duplicates.append((target, try Descriptor.duplicate(source, atLeast: floor)))
+    /// A child's descriptor table beyond what it inherits: for each child
+    /// descriptor number (0, 1, 2 included: an unmapped standard stream is
+    /// inherited as is), a duplicate of one of ours, made when it is added
+    /// and owned by the table until the child is started.
+    package struct Descriptors: ~Copyable {
+        /// Child numbers, in the order added; `copies` holds their sources.
+        fileprivate var targets: [Int32] = []
+        fileprivate var copies: OwnedDescriptors
+
+        /// An empty table with room for `capacity` descriptors.
+        package init(capacity: Int = 8) {
+            copies = OwnedDescriptors(capacity: capacity)
         }
 
+        /// Gives the child a duplicate of `descriptor` as its number
+        /// `child`; the caller keeps its own.
+        package mutating func insert(copyOf descriptor: borrowing OwnedDescriptor, as child: Int32) throws(SystemCallError) {
+            precondition(child >= 0 && !targets.contains(child), "Spawn.Descriptors: child descriptor \(child) given twice")
+            copies.append(try Descriptor.duplicate(descriptor, atLeast: child + 1))
+            targets.append(child)
+        }
+
+        /// Gives the child `descriptor` as its number `child`; the caller's
+        /// is gone (so that, for a pipe, the child alone holds that end).
+        package mutating func insert(_ descriptor: consuming OwnedDescriptor, as child: Int32) throws(SystemCallError) {
+            try insert(copyOf: descriptor, as: child)
+        }
+    }
+
+    /// Starts `arguments[0]` (searched in PATH unless it holds a "/") with
+    /// `arguments` and `environment` ("NAME=value" strings), giving it
+    /// `descriptors`, whose duplicates are closed once it started. Returns
+    /// the pid. The corresponding C function is `posix_spawnp`.
+    package static func start(
+        _ arguments: [String], environment: [String], descriptors: consuming Descriptors = Descriptors(capacity: 0)
+    ) throws(SystemCallError) -> Int32 {
+        precondition(!arguments.isEmpty, "Spawn.start needs a program")
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        for d in duplicates { posix_spawn_file_actions_adddup2(&actions, d.copy, d.target) }
+        for i in descriptors.targets.indices.sorted(by: { descriptors.targets[$0] < descriptors.targets[$1] }) {
+            posix_spawn_file_actions_adddup2(&actions, descriptors.copies.number(at: i), descriptors.targets[i])
+        }
 
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
@@ -78,6 +104,7 @@ package enum Spawn {
         var pid: pid_t = 0
         // posix_spawn returns the error instead of setting errno.
         let r = posix_spawnp(&pid, arguments[0], &actions, &attributes, argv, envp)
+        _ = consume descriptors  // the child has its copies; ours close now
         if r != 0 { throw SystemCallError(call: "posix_spawnp(\(arguments[0]))", errno: .init(rawValue: r)) }
         return pid
     }
@@ -96,8 +123,8 @@ package enum Spawn {
     /// A descriptor that polls readable once `pid` (our child) has exited,
     /// whatever thread its SIGCHLD goes to; close it after reaping. The
     /// corresponding C function is `pidfd_open` (Linux 5.3).
-    package static func exitDescriptor(_ pid: Int32) throws(SystemCallError) -> Int32 {
-        try SystemCall.must("pidfd_open(\(pid))") { port_pidfd_open(pid) }
+    package static func exitDescriptor(_ pid: Int32) throws(SystemCallError) -> OwnedDescriptor {
+        OwnedDescriptor(adopting: try SystemCall.must("pidfd_open(\(pid))") { port_pidfd_open(pid) })
     }
 
     /// Sends `signal` to `pid`; a process that is already gone is not an

@@ -3,7 +3,8 @@
 // Policy (SwiftNIO's): EINTR is retried; EAGAIN/EWOULDBLOCK is
 // a value (`.wouldBlock`), not an error; EBADF and EFAULT are programmer
 // errors and trap; everything else throws a `SystemCallError` naming the call.
-// Nothing outside System/ reads errno.
+// Nothing outside PortSystem reads errno. close(2) is not here: it belongs
+// to OwnedDescriptor, the one owner of every descriptor.
 
 import CPortSystem
 import Glibc
@@ -62,14 +63,6 @@ package enum SystemCall {
         switch try run(name(), body) {
         case .done(let r): return r
         case .wouldBlock: throw SystemCallError(call: name(), errno: .resourceTemporarilyUnavailable)
-        }
-    }
-
-    /// close(2): never retried (Linux closes the descriptor even on EINTR).
-    package static func close(_ fd: Int32) {
-        let r = Glibc.close(fd)
-        if r == -1 && port_errno() == EBADF {
-            preconditionFailure("close(\(fd)): Bad file descriptor (closed twice?)")
         }
     }
 }

@@ -14,7 +14,7 @@ import Glibc
 
 extension UnixSocket {
     /// The outcome of `send`.
-    public enum SendOutcome: Equatable, Sendable {
+    package enum SendOutcome: Equatable, Sendable {
         /// The whole record (this many bytes) was queued.
         case sent(Int)
         /// The peer's queue or our send buffer is full: wait for writability.
@@ -26,7 +26,7 @@ extension UnixSocket {
     }
 
     /// The outcome of `receive`.
-    public enum ReceiveOutcome: Equatable, Sendable {
+    package enum ReceiveOutcome: Equatable, Sendable {
         /// One record.
         case record(ReceivedRecord)
         /// Nothing queued.
@@ -38,17 +38,17 @@ extension UnixSocket {
     }
 
     /// What recvmsg reported about one record.
-    public struct ReceivedRecord: Equatable, Sendable {
+    package struct ReceivedRecord: Equatable, Sendable {
         /// Bytes written to the data buffer.
-        public var byteCount: Int
+        package var byteCount: Int
         /// Bytes of control data written to the control buffer.
-        public var controlLength: Int
+        package var controlLength: Int
         /// The record was longer than the data buffer (MSG_TRUNC): the rest is lost.
-        public var truncated: Bool
+        package var truncated: Bool
         /// Control data was lost (MSG_CTRUNC): some descriptors were closed by the kernel.
-        public var controlTruncated: Bool
+        package var controlTruncated: Bool
 
-        public init(byteCount: Int, controlLength: Int, truncated: Bool, controlTruncated: Bool) {
+        package init(byteCount: Int, controlLength: Int, truncated: Bool, controlTruncated: Bool) {
             self.byteCount = byteCount
             self.controlLength = controlLength
             self.truncated = truncated
@@ -61,10 +61,12 @@ extension UnixSocket {
 
     /// Sends one record gathered from `iovecs`, with the first
     /// `controlLength` bytes of `control` as ancillary data (see
-    /// `ControlMessage.encode`). The corresponding C function is `sendmsg`.
-    public static func send(
-        _ fd: Int32, iovecs: UnsafeBufferPointer<iovec>, control: ControlMessage.Buffer?, controlLength: Int = 0
+    /// `ControlMessage.Buffer.finishRights` and `ControlMessage.encode`). The corresponding C function is `sendmsg`.
+    package static func send(
+        _ fd: borrowing OwnedDescriptor, iovecs: UnsafeBufferPointer<iovec>, control: ControlMessage.Buffer?,
+        controlLength: Int = 0
     ) throws(SystemCallError) -> SendOutcome {
+        let fd = fd.rawValue
         var msg = msghdr()
         msg.msg_iov = UnsafeMutablePointer(mutating: iovecs.baseAddress)
         msg.msg_iovlen = iovecs.count
@@ -86,8 +88,9 @@ extension UnixSocket {
     }
 
     /// Sends `bytes` as one record. See `send(_:iovecs:control:controlLength:)`.
-    public static func send(
-        _ fd: Int32, _ bytes: UnsafeRawBufferPointer, control: ControlMessage.Buffer? = nil, controlLength: Int = 0
+    package static func send(
+        _ fd: borrowing OwnedDescriptor, _ bytes: UnsafeRawBufferPointer, control: ControlMessage.Buffer? = nil,
+        controlLength: Int = 0
     ) throws(SystemCallError) -> SendOutcome {
         var iov = iovec(iov_base: UnsafeMutableRawPointer(mutating: bytes.baseAddress), iov_len: bytes.count)
         return try withUnsafePointer(to: &iov) { p throws(SystemCallError) in
@@ -96,14 +99,15 @@ extension UnixSocket {
     }
 
     /// Receives one record into `buffer`, and its ancillary data into
-    /// `control` (read it with `ControlMessage.parse`). Descriptors arrive
-    /// CLOEXEC. A zero-length read with no control data is end-of-stream (a
+    /// `control` (read it with `ControlMessage.parse`, which makes every
+    /// descriptor in it owned). Descriptors arrive CLOEXEC. A zero-length read with no control data is end-of-stream (a
     /// PortCore record is never empty; an empty record carrying descriptors
     /// is reported as a record so that they can be closed). The
     /// corresponding C function is `recvmsg`.
-    public static func receive(
-        _ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, control: ControlMessage.Buffer?
+    package static func receive(
+        _ fd: borrowing OwnedDescriptor, into buffer: UnsafeMutableRawBufferPointer, control: ControlMessage.Buffer?
     ) throws(SystemCallError) -> ReceiveOutcome {
+        let fd = fd.rawValue
         var iov = iovec(iov_base: buffer.baseAddress, iov_len: buffer.count)
         var msg = msghdr()
         if let control {

@@ -2,7 +2,8 @@
 // object behind ports and send rights. Setup calls live here; sendmsg and
 // recvmsg in UnixSocket+Messages.swift.
 //
-// Invariants: every socket PortCore creates or accepts is CLOEXEC|NONBLOCK.
+// Invariants: every socket PortCore creates or accepts is CLOEXEC|NONBLOCK
+// and returned owned (OwnedDescriptor); every other call borrows it.
 // SOCK_SEQPACKET keeps record boundaries and order and is connection-oriented,
 // so a peer's exit is seen as end-of-stream / EPIPE, never as silence.
 
@@ -10,21 +11,22 @@ import CPortSystem
 import Glibc
 
 /// AF_UNIX SOCK_SEQPACKET sockets. Each system call is wrapped once here.
-public enum UnixSocket {
+/// Access is `package`: PortCore's users hold ports and send rights, not sockets.
+package enum UnixSocket {
     /// Which direction `shutdown` closes.
-    public enum Direction: Sendable {
+    package enum Direction: Sendable {
         case read, write, both
     }
 
     /// The outcome of a non-blocking connect.
-    public enum ConnectOutcome: Equatable, Sendable {
+    package enum ConnectOutcome: Equatable, Sendable {
         case connected
         /// The listener's backlog is full (EAGAIN): try again later.
         case wouldBlock
     }
 
     /// What `removeStale` found at a path.
-    public enum StaleOutcome: Equatable, Sendable {
+    package enum StaleOutcome: Equatable, Sendable {
         /// Nothing was there.
         case absent
         /// A socket nobody listens on was there and has been unlinked.
@@ -39,30 +41,40 @@ public enum UnixSocket {
 
     /// A new unbound SOCK_SEQPACKET socket. The corresponding C function is
     /// `socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK)`.
-    public static func makeSocket() throws(SystemCallError) -> Int32 {
-        try SystemCall.must("socket(AF_UNIX, SOCK_SEQPACKET)") { socket(AF_UNIX, typeFlags, 0) }
+    package static func makeSocket() throws(SystemCallError) -> OwnedDescriptor {
+        OwnedDescriptor(adopting: try SystemCall.must("socket(AF_UNIX, SOCK_SEQPACKET)") { socket(AF_UNIX, typeFlags, 0) })
+    }
+
+    /// Two connected sockets, each owned by the caller (take each out with
+    /// `let a = pair.first`).
+    @frozen
+    package struct Pair: ~Copyable {
+        package var first: OwnedDescriptor
+        package var second: OwnedDescriptor
     }
 
     /// Two connected SOCK_SEQPACKET sockets: a port's receive end and a send
     /// right to it. The corresponding C function is `socketpair`.
-    public static func makePair() throws(SystemCallError) -> (Int32, Int32) {
+    package static func makePair() throws(SystemCallError) -> Pair {
         var fds: (Int32, Int32) = (-1, -1)
         _ = try withUnsafeMutableBytes(of: &fds) { raw throws(SystemCallError) in
             let p = raw.baseAddress!.assumingMemoryBound(to: Int32.self)
             return try SystemCall.must("socketpair(AF_UNIX, SOCK_SEQPACKET)") { socketpair(AF_UNIX, typeFlags, 0, p) }
         }
-        return fds
+        return Pair(first: OwnedDescriptor(adopting: fds.0), second: OwnedDescriptor(adopting: fds.1))
     }
 
     /// The corresponding C function is `bind`.
-    public static func bind(_ fd: Int32, to address: UnixSocketAddress) throws(SystemCallError) {
+    package static func bind(_ fd: borrowing OwnedDescriptor, to address: UnixSocketAddress) throws(SystemCallError) {
+        let fd = fd.rawValue
         _ = try address.withSockAddr { (sa, len) throws(SystemCallError) in
             try SystemCall.must("bind(\(address))") { Glibc.bind(fd, sa, len) }
         }
     }
 
     /// The corresponding C function is `listen`.
-    public static func listen(_ fd: Int32, backlog: Int32 = SOMAXCONN) throws(SystemCallError) {
+    package static func listen(_ fd: borrowing OwnedDescriptor, backlog: Int32 = SOMAXCONN) throws(SystemCallError) {
+        let fd = fd.rawValue
         _ = try SystemCall.must("listen") { Glibc.listen(fd, backlog) }
     }
 
@@ -70,12 +82,13 @@ public enum UnixSocket {
     /// none is pending. A connection reset before it was accepted
     /// (ECONNABORTED) is skipped: the next one is taken. The corresponding C
     /// function is `accept4`.
-    public static func accept(_ fd: Int32) throws(SystemCallError) -> Int32? {
+    package static func accept(_ fd: borrowing OwnedDescriptor) throws(SystemCallError) -> OwnedDescriptor? {
+        let fd = fd.rawValue
         let flags = Int32(SOCK_CLOEXEC.rawValue | SOCK_NONBLOCK.rawValue)
         while true {
             do {
                 switch try SystemCall.run("accept4", { port_accept4(fd, flags) }) {
-                case .done(let c): return c
+                case .done(let c): return OwnedDescriptor(adopting: c)
                 case .wouldBlock: return nil
                 }
             } catch where error.errno == .connectionAbort {
@@ -88,8 +101,9 @@ public enum UnixSocket {
     /// completes at once or fails with EAGAIN when the listener's backlog is
     /// full; ECONNREFUSED (nobody listening) and ENOENT (no such path) throw.
     /// The corresponding C function is `connect`.
-    public static func connect(_ fd: Int32, to address: UnixSocketAddress) throws(SystemCallError) -> ConnectOutcome {
-        try address.withSockAddr { (sa, len) throws(SystemCallError) -> ConnectOutcome in
+    package static func connect(_ fd: borrowing OwnedDescriptor, to address: UnixSocketAddress) throws(SystemCallError) -> ConnectOutcome {
+        let fd = fd.rawValue
+        return try address.withSockAddr { (sa, len) throws(SystemCallError) -> ConnectOutcome in
             switch try SystemCall.run("connect(\(address))", { Glibc.connect(fd, sa, len) }) {
             case .done: return .connected
             case .wouldBlock: return .wouldBlock
@@ -100,8 +114,8 @@ public enum UnixSocket {
     /// Asks the kernel to attach SCM_CREDENTIALS (the sender's pid, uid and
     /// gid) to every message received on `fd`. The corresponding C function
     /// is `setsockopt(SO_PASSCRED)`.
-    public static func setPassCredentials(_ fd: Int32, _ on: Bool) throws(SystemCallError) {
-        try setIntOption(fd, PORT_SO_PASSCRED, on ? 1 : 0, name: "SO_PASSCRED")
+    package static func setPassCredentials(_ fd: borrowing OwnedDescriptor, _ on: Bool) throws(SystemCallError) {
+        try setIntOption(fd.rawValue, PORT_SO_PASSCRED, on ? 1 : 0, name: "SO_PASSCRED")
     }
 
     /// Requests a send buffer of `bytes`; the kernel doubles it for its own
@@ -109,30 +123,31 @@ public enum UnixSocket {
     /// largest record a socket can send is about the doubled value minus a
     /// small overhead (see `PortLimits`). The corresponding C function is
     /// `setsockopt(SO_SNDBUF)`.
-    public static func setSendBufferSize(_ fd: Int32, _ bytes: Int) throws(SystemCallError) {
-        try setIntOption(fd, SO_SNDBUF, Int32(clamping: bytes), name: "SO_SNDBUF")
+    package static func setSendBufferSize(_ fd: borrowing OwnedDescriptor, _ bytes: Int) throws(SystemCallError) {
+        try setIntOption(fd.rawValue, SO_SNDBUF, Int32(clamping: bytes), name: "SO_SNDBUF")
     }
 
     /// The send buffer as the kernel reports it (already doubled). The
     /// corresponding C function is `getsockopt(SO_SNDBUF)`.
-    public static func sendBufferSize(_ fd: Int32) throws(SystemCallError) -> Int {
-        Int(try intOption(fd, SO_SNDBUF, name: "SO_SNDBUF"))
+    package static func sendBufferSize(_ fd: borrowing OwnedDescriptor) throws(SystemCallError) -> Int {
+        Int(try intOption(fd.rawValue, SO_SNDBUF, name: "SO_SNDBUF"))
     }
 
     /// As `setSendBufferSize`, for `SO_RCVBUF`.
-    public static func setReceiveBufferSize(_ fd: Int32, _ bytes: Int) throws(SystemCallError) {
-        try setIntOption(fd, SO_RCVBUF, Int32(clamping: bytes), name: "SO_RCVBUF")
+    package static func setReceiveBufferSize(_ fd: borrowing OwnedDescriptor, _ bytes: Int) throws(SystemCallError) {
+        try setIntOption(fd.rawValue, SO_RCVBUF, Int32(clamping: bytes), name: "SO_RCVBUF")
     }
 
     /// As `sendBufferSize`, for `SO_RCVBUF`.
-    public static func receiveBufferSize(_ fd: Int32) throws(SystemCallError) -> Int {
-        Int(try intOption(fd, SO_RCVBUF, name: "SO_RCVBUF"))
+    package static func receiveBufferSize(_ fd: borrowing OwnedDescriptor) throws(SystemCallError) -> Int {
+        Int(try intOption(fd.rawValue, SO_RCVBUF, name: "SO_RCVBUF"))
     }
 
     /// Who connected this socket (or created the pair), as the kernel saw it
     /// at connect time. Not the sender of a given message: see
     /// `Credentials`. The corresponding C function is `getsockopt(SO_PEERCRED)`.
-    public static func peerCredentials(_ fd: Int32) throws(SystemCallError) -> Credentials {
+    package static func peerCredentials(_ fd: borrowing OwnedDescriptor) throws(SystemCallError) -> Credentials {
+        let fd = fd.rawValue
         var cred = port_ucred()
         var len = socklen_t(MemoryLayout<port_ucred>.size)
         _ = try SystemCall.must("getsockopt(SO_PEERCRED)") { getsockopt(fd, SOL_SOCKET, PORT_SO_PEERCRED, &cred, &len) }
@@ -144,7 +159,8 @@ public enum UnixSocket {
     /// carries the primary gid). The corresponding C function is
     /// `getsockopt(SO_PEERGROUPS)`; ERANGE (more groups than room) is
     /// answered with a bigger buffer.
-    public static func peerGroups(_ fd: Int32) throws(SystemCallError) -> [UInt32] {
+    package static func peerGroups(_ fd: borrowing OwnedDescriptor) throws(SystemCallError) -> [UInt32] {
+        let fd = fd.rawValue
         var groups = [gid_t](repeating: 0, count: 32)
         while true {
             var len = socklen_t(groups.count * MemoryLayout<gid_t>.size)
@@ -161,7 +177,8 @@ public enum UnixSocket {
 
     /// The corresponding C function is `shutdown`. ENOTCONN (the peer is
     /// already gone) is not an error: the direction is shut either way.
-    public static func shutdown(_ fd: Int32, _ direction: Direction) throws(SystemCallError) {
+    package static func shutdown(_ fd: borrowing OwnedDescriptor, _ direction: Direction) throws(SystemCallError) {
+        let fd = fd.rawValue
         let how: Int32 =
             switch direction {
             case .read: Int32(SHUT_RD)
@@ -176,7 +193,8 @@ public enum UnixSocket {
 
     /// The filesystem path `fd` is bound to, or nil for an unnamed or
     /// abstract address. The corresponding C function is `getsockname`.
-    public static func boundPath(_ fd: Int32) throws(SystemCallError) -> String? {
+    package static func boundPath(_ fd: borrowing OwnedDescriptor) throws(SystemCallError) -> String? {
+        let fd = fd.rawValue
         var address = sockaddr_un()
         var length = socklen_t(MemoryLayout<sockaddr_un>.size)
         _ = try withUnsafeMutablePointer(to: &address) { p throws(SystemCallError) in
@@ -199,7 +217,7 @@ public enum UnixSocket {
     /// a check then an unlink: callers serialise binders of one path
     /// themselves (portd owns its directory). The corresponding C functions
     /// are `lstat`, `connect` and `unlink`.
-    public static func removeStale(at address: UnixSocketAddress) throws(SystemCallError) -> StaleOutcome {
+    package static func removeStale(at address: UnixSocketAddress) throws(SystemCallError) -> StaleOutcome {
         guard let path = address.path else { return .absent }  // abstract names leave nothing behind
         var st = stat()
         do {
@@ -208,8 +226,7 @@ public enum UnixSocket {
             return .absent
         }
         if st.st_mode & S_IFMT != S_IFSOCK { return .notASocket }
-        let probe = try makeSocket()
-        defer { SystemCall.close(probe) }
+        let probe = try makeSocket()  // closed on return
         do {
             _ = try connect(probe, to: address)
             return .inUse  // connected, or a full backlog: somebody listens
@@ -243,8 +260,9 @@ public enum UnixSocket {
         }
     }
 
-    package static func kind(of fd: Int32) throws(SystemCallError) -> Kind {
-        Kind(
+    package static func kind(of fd: borrowing OwnedDescriptor) throws(SystemCallError) -> Kind {
+        let fd = fd.rawValue
+        return Kind(
             isUnix: try intOption(fd, SO_DOMAIN, name: "SO_DOMAIN") == AF_UNIX,
             isSequentialPacket: try intOption(fd, SO_TYPE, name: "SO_TYPE") == Int32(SOCK_SEQPACKET.rawValue),
             isListening: try intOption(fd, SO_ACCEPTCONN, name: "SO_ACCEPTCONN") != 0)

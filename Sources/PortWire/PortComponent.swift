@@ -1,11 +1,14 @@
-// PortComponent: one component of a port message as an owned value: bytes,
-// a send right (descriptor) or a large component in a sealed memfd. Used to
-// encode and to copy a decoded record out of its receive buffer. Descriptors
-// here are plain numbers: who closes them is decided by the layer above
-// (the encoder only reads them; a copied-out record hands them to the caller).
+// PortComponent: one component of a port message as a plain value: bytes,
+// a send right (descriptor) or a large component in a sealed memfd, for
+// WireEncoder and for copying a decoded record out of its receive buffer in
+// tests and tools. Descriptors here are plain numbers that this pure layer
+// never owns (the encoder copies them; a copied-out record names the
+// numbers it came with), which is why the type is `package`: PortCore's
+// users see a message's components as PCPortMessage.Component, whose send
+// rights and shared memory own their descriptors.
 
 /// One component of a port message.
-public enum PortComponent: Sendable, Hashable {
+package enum PortComponent: Sendable, Hashable {
     /// Inline bytes.
     case data([UInt8])
     /// A send right: a connected SOCK_SEQPACKET descriptor.
@@ -14,7 +17,7 @@ public enum PortComponent: Sendable, Hashable {
     case largeData(memfd: Int32, length: Int)
 
     /// The kind this component has on the wire.
-    public var kind: WireFormat.ComponentKind {
+    package var kind: WireFormat.ComponentKind {
         switch self {
         case .data: .data
         case .port: .port

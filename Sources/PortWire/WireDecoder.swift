@@ -4,20 +4,20 @@
 // Invariants: every count and length is checked before anything is read
 // past it or allocated for it, in the order the man page lists under
 // ERRORS; lengths are summed in 64-bit so that no peer-chosen value can
-// overflow. The decoder reads only the bytes and the number and values of
-// the descriptors it is given: it performs no I/O and closes nothing. On
-// any error the caller closes every descriptor it received with the record
+// overflow. The decoder reads only the bytes and the number of descriptors
+// that came with them: it performs no I/O and owns no descriptor. On any
+// error the caller closes every descriptor it received with the record
 // (and should drop the connection). Large components are checked for size
 // limits here; whether their memfds are really sealed is `MemFD.checkSealed`.
 
 /// Decodes port-message records (see portd-protocol(7)).
 public enum WireDecoder {
     /// Validates `record` (the bytes of one SOCK_SEQPACKET record) with the
-    /// `descriptors` that arrived with it, and returns a view of the message
-    /// that reads from `record` without copying. The view is valid only as
-    /// long as both buffers are.
+    /// number of descriptors that arrived with it, and returns a view of the
+    /// message that reads from `record` without copying. The view is valid
+    /// only as long as the buffer is.
     public static func decode(
-        _ record: UnsafeRawBufferPointer, descriptors: UnsafeBufferPointer<Int32>, limits: PortLimits = .default
+        _ record: UnsafeRawBufferPointer, descriptorCount: Int, limits: PortLimits = .default
     ) throws(WireError) -> WireMessageView {
         let size = record.count
         if size > limits.maxRecordSize { throw .recordTooLarge(size: size, limit: limits.maxRecordSize) }
@@ -60,25 +60,27 @@ public enum WireDecoder {
             }
         }
         if needed > limits.maxDescriptors { throw .tooManyDescriptors(count: needed, limit: limits.maxDescriptors) }
-        if descriptors.count != needed { throw .descriptorCountMismatch(expected: needed, received: descriptors.count) }
+        if descriptorCount != needed { throw .descriptorCountMismatch(expected: needed, received: descriptorCount) }
         if largeTotal > limits.maxLargeDataBytes {
             throw .largeDataTooLarge(total: largeTotal, limit: limits.maxLargeDataBytes)
         }
         if expected > size { throw .truncated(expected: expected, actual: size) }
         if expected < size { throw .trailingBytes(expected: expected, actual: size) }
         return WireMessageView(
-            msgid: msgid, flags: flags, componentCount: count, record: record, descriptors: descriptors)
+            msgid: msgid, flags: flags, componentCount: count, record: record, descriptorCount: descriptorCount)
     }
 
-    /// As `decode(_:descriptors:limits:)`, for arrays: for tests and cold paths.
-    public static func decode(
+    /// As `decode(_:descriptorCount:limits:)`, for arrays, with the
+    /// descriptors as the numbers that came with the record: for tests and
+    /// tools that read records without owning descriptors.
+    package static func decode(
         _ record: [UInt8], descriptors: [Int32] = [], limits: PortLimits = .default
     ) throws(WireError) -> (msgid: UInt32, replyPort: Int32?, components: [PortComponent]) {
         let result = record.withUnsafeBytes { raw in
             descriptors.withUnsafeBufferPointer { fds in
                 Result { () throws(WireError) in
-                    let view = try decode(raw, descriptors: fds, limits: limits)
-                    return (view.msgid, view.replyPort, view.copyComponents())
+                    let view = try decode(raw, descriptorCount: fds.count, limits: limits)
+                    return (view.msgid, view.replyPortDescriptorIndex.map { fds[$0] }, view.copyComponents(descriptors: fds))
                 }
             }
         }

@@ -1,6 +1,8 @@
 // WireEncoder: a whole message (msgid, reply port, `PortComponent`s) to one
-// record and its descriptors in SCM_RIGHTS order, written into buffers the
-// caller owns and reuses: no allocation per message. Sizes, counts and limits
+// record and its descriptors' numbers in SCM_RIGHTS order, written into
+// buffers the caller owns and reuses: no allocation per message. `package`,
+// as PortComponent is: PortCore's own sending path writes the record with
+// WireWriter and lends owned descriptors to the control message itself. Sizes, counts and limits
 // are checked in a first pass, so a message that cannot be sent fails with
 // exact figures before anything is written.
 //
@@ -10,17 +12,17 @@
 // allocations per message (release build, malloc counted by LD_PRELOAD).
 
 /// Encodes port messages (see portd-protocol(7)).
-public enum WireEncoder {
+package enum WireEncoder {
     /// What `encode` wrote.
-    public struct Encoded: Hashable, Sendable {
+    package struct Encoded: Hashable, Sendable {
         /// Bytes of the record, from the start of the buffer.
-        public var byteCount: Int
+        package var byteCount: Int
         /// Descriptors to pass with SCM_RIGHTS, from the start of the descriptor buffer.
-        public var descriptorCount: Int
+        package var descriptorCount: Int
     }
 
     /// The record length `components` encode to (header, table, inline data).
-    public static func encodedSize(of components: [PortComponent]) -> Int {
+    package static func encodedSize(of components: [PortComponent]) -> Int {
         var n = WireFormat.headerSize + WireFormat.entrySize * components.count
         for c in components {
             if case .data(let bytes) = c { n += bytes.count }
@@ -29,7 +31,7 @@ public enum WireEncoder {
     }
 
     /// Descriptors a message with these components calls for.
-    public static func descriptorCount(of components: [PortComponent], hasReplyPort: Bool) -> Int {
+    package static func descriptorCount(of components: [PortComponent], hasReplyPort: Bool) -> Int {
         var n = hasReplyPort ? 1 : 0
         for c in components where c.kind != .data { n += 1 }
         return n
@@ -39,7 +41,7 @@ public enum WireEncoder {
     /// to pass with it into `descriptors`: `replyPort` first when given,
     /// then each port's and large component's descriptor in component order.
     /// The descriptors are only copied; the caller still owns them.
-    public static func encode(
+    package static func encode(
         msgid: UInt32, replyPort: Int32?, components: [PortComponent],
         into buffer: UnsafeMutableRawBufferPointer, descriptors: UnsafeMutableBufferPointer<Int32>,
         limits: PortLimits = .default
@@ -81,7 +83,7 @@ public enum WireEncoder {
 
     /// As `encode(msgid:replyPort:components:into:descriptors:limits:)`,
     /// returning new arrays: for tests and cold paths.
-    public static func encode(
+    package static func encode(
         msgid: UInt32, replyPort: Int32? = nil, components: [PortComponent], limits: PortLimits = .default
     ) throws(WireError) -> (bytes: [UInt8], descriptors: [Int32]) {
         let size = encodedSize(of: components)

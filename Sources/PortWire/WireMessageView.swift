@@ -1,8 +1,13 @@
 // WireMessageView: a validated record, read in place. Only `WireDecoder`
 // makes one, after every length and count has been checked, so walking the
-// table here needs no checks. It borrows the receive buffer and the
-// descriptor array: it must not outlive them (it is not Sendable and holds
-// unsafe pointers), and `copyComponents()` is the way to keep a message.
+// table here needs no checks. It borrows the receive buffer: it must not
+// outlive it (it is not Sendable and holds an unsafe pointer).
+//
+// Descriptors: the wire layer is pure and owns none. A port or large
+// component names its descriptor by position in the record's SCM_RIGHTS
+// list (the reply port, when there is one, is position 0); the layer that
+// received the record owns the descriptors (PortSystem's OwnedDescriptors)
+// and takes each out by that position.
 
 /// A decoded port message that reads from its receive buffer without copying.
 public struct WireMessageView {
@@ -14,32 +19,33 @@ public struct WireMessageView {
     public let componentCount: Int
     /// The whole record.
     public let record: UnsafeRawBufferPointer
-    /// The descriptors that came with the record, in SCM_RIGHTS order.
-    public let descriptors: UnsafeBufferPointer<Int32>
+    /// How many descriptors came with the record (as many as it calls for).
+    public let descriptorCount: Int
 
     package init(
         msgid: UInt32, flags: WireFormat.Flags, componentCount: Int,
-        record: UnsafeRawBufferPointer, descriptors: UnsafeBufferPointer<Int32>
+        record: UnsafeRawBufferPointer, descriptorCount: Int
     ) {
         self.msgid = msgid
         self.flags = flags
         self.componentCount = componentCount
         self.record = record
-        self.descriptors = descriptors
+        self.descriptorCount = descriptorCount
     }
 
-    /// The reply port's descriptor (descriptor 0), if the sender gave one.
-    public var replyPort: Int32? { flags.contains(.replyPort) ? descriptors[0] : nil }
+    /// The position of the reply port's descriptor (0), if the sender gave one.
+    public var replyPortDescriptorIndex: Int? { flags.contains(.replyPort) ? 0 : nil }
 
     /// One component, borrowed from the record.
     public enum Component {
         /// Inline bytes, a slice of the receive buffer.
         case data(UnsafeRawBufferPointer)
-        /// A send right.
-        case port(Int32)
-        /// A memfd said to hold `length` bytes; check it with
-        /// `MemFD.checkSealed` before mapping it.
-        case largeData(memfd: Int32, length: Int)
+        /// A send right: the descriptor at this position of the record's list.
+        case port(descriptorIndex: Int)
+        /// A memfd said to hold `length` bytes, at this position of the
+        /// record's descriptor list; check it with `MemFD.checkSealed`
+        /// before mapping it.
+        case largeData(descriptorIndex: Int, length: Int)
     }
 
     /// The components in order.
@@ -81,26 +87,28 @@ public struct WireMessageView {
                 return .data(slice)
             case .port:
                 defer { descriptor += 1 }
-                return .port(view.descriptors[descriptor])
+                return .port(descriptorIndex: descriptor)
             case .largeData:
                 defer { descriptor += 1 }
-                return .largeData(memfd: view.descriptors[descriptor], length: length)
+                return .largeData(descriptorIndex: descriptor, length: length)
             case nil:
                 preconditionFailure("WireMessageView over an unvalidated record")
             }
         }
     }
 
-    /// The components as owned values: data copied out of the receive
-    /// buffer, descriptors as numbers (the caller owns them).
-    public func copyComponents() -> [PortComponent] {
+    /// The components as values: data copied out of the receive buffer,
+    /// descriptors as the numbers at their positions in `descriptors` (the
+    /// numbers the record came with; whoever owns them still does). For
+    /// tests and tools that read records without owning descriptors.
+    package func copyComponents(descriptors: UnsafeBufferPointer<Int32>) -> [PortComponent] {
         var result: [PortComponent] = []
         result.reserveCapacity(componentCount)
         for c in components {
             switch c {
             case .data(let bytes): result.append(.data([UInt8](bytes)))
-            case .port(let fd): result.append(.port(fd))
-            case .largeData(let fd, let length): result.append(.largeData(memfd: fd, length: length))
+            case .port(let i): result.append(.port(descriptors[i]))
+            case .largeData(let i, let length): result.append(.largeData(memfd: descriptors[i], length: length))
             }
         }
         return result

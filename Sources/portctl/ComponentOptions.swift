@@ -69,7 +69,9 @@ struct ComponentOptions: ParsableArguments {
                 }
             case .standardInput:
                 do {
-                    result.append(.data(try Descriptor.readAll(0)))
+                    result.append(.data(try StandardStream.input.withDescriptor { (input) throws(SystemCallError) in
+                        try Descriptor.readAll(input)
+                    }))
                 } catch {
                     throw Failure(.failure, "cannot read standard input: \(error)")
                 }

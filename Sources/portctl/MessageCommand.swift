@@ -66,36 +66,24 @@ struct MessageCommand {
     private func runChecked(
         _ message: PCPortMessage, captureOutput: Bool
     ) throws(SystemCallError) -> (output: [UInt8], termination: Spawn.Termination) {
+        // The read end of the input pipe (and the write end of the output
+        // pipe) go to the child; ours are gone once it has them, so that
+        // EOF can be seen.
         let input = try Pipe.make()
-        var inputWrite: Int32? = input.write
-        var outputRead: Int32?
-        var childOutput: Int32?
-        defer {
-            if let fd = inputWrite { Descriptor.close(fd) }
-            if let fd = outputRead { Descriptor.close(fd) }
-        }
-        var descriptors: [Int32: Int32] = [0: input.read]
+        var inputWrite: OwnedDescriptor? = input.write
+        var outputRead: OwnedDescriptor? = nil
+        var descriptors = Spawn.Descriptors(capacity: 2)
+        try descriptors.insert(input.read, as: StandardStream.input.number)
         if captureOutput {
             let output = try Pipe.make()
-            outputRead = output.read
-            childOutput = output.write
-            descriptors[1] = output.write
+            outputRead = .some(output.read)
+            try descriptors.insert(output.write, as: StandardStream.output.number)
         }
-        let pid: Int32
-        do {
-            pid = try Spawn.start(
-                ["/bin/sh", "-c", command],
-                environment: Self.environment(
-                    base: Spawn.currentEnvironment, adding: Self.variables(for: message, name: name)),
-                descriptors: descriptors)
-        } catch {
-            Descriptor.close(input.read)
-            if let fd = childOutput { Descriptor.close(fd) }
-            throw error
-        }
-        // The child has its copies; ours must go so that EOF can be seen.
-        Descriptor.close(input.read)
-        if let fd = childOutput { Descriptor.close(fd) }
+        let pid = try Spawn.start(
+            ["/bin/sh", "-c", command],
+            environment: Self.environment(
+                base: Spawn.currentEnvironment, adding: Self.variables(for: message, name: name)),
+            descriptors: descriptors)
 
         let chunks = message.components.filter { if case .port = $0 { false } else { true } }
         var chunkIndex = 0
@@ -103,46 +91,66 @@ struct MessageCommand {
         var output: [UInt8] = []
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 16, alignment: 1)
         defer { buffer.deallocate() }
-        try Descriptor.setNonBlocking(input.write, true)
-        if let fd = outputRead { try Descriptor.setNonBlocking(fd, true) }
-
-        func closeInput() {
-            if let fd = inputWrite { Descriptor.close(fd) }
-            inputWrite = nil
+        switch inputWrite {
+        case .some(let fd): try Descriptor.setNonBlocking(fd, true)
+        case .none: break
         }
-        func skipEmpty() {
+        switch outputRead {
+        case .some(let fd): try Descriptor.setNonBlocking(fd, true)
+        case .none: break
+        }
+
+        /// Moves past the chunks written whole; true when none is left.
+        func skipEmpty() -> Bool {
             while chunkIndex < chunks.count, length(chunks[chunkIndex]) == offset {
                 chunkIndex += 1
                 offset = 0
             }
-            if chunkIndex == chunks.count { closeInput() }
+            return chunkIndex == chunks.count
         }
-        skipEmpty()
+        if skipEmpty() { inputWrite = nil }
         while inputWrite != nil || outputRead != nil {
-            var entries: [(fd: Int32, events: Poll.Events)] = []
-            if let fd = inputWrite { entries.append((fd, .writable)) }
-            if let fd = outputRead { entries.append((fd, .readable)) }
-            let ready = try Poll.wait(entries, timeout: nil)
-            for (entry, events) in zip(entries, ready) where !events.isEmpty {
-                if entry.fd == inputWrite {
-                    let outcome = try withBytes(chunks[chunkIndex]) { (all) throws(SystemCallError) in
-                        try Descriptor.write(entry.fd, UnsafeRawBufferPointer(rebasing: all[offset...]))
+            var writable: Poll.Events = []
+            var readable: Poll.Events = []
+            switch inputWrite {
+            case .some(let w):
+                switch outputRead {
+                case .some(let r): (writable, readable) = try Poll.wait(w, for: .writable, r, for: .readable, timeout: nil)
+                case .none: writable = try Poll.wait(w, for: .writable, timeout: nil)
+                }
+            case .none:
+                switch outputRead {
+                case .some(let r): readable = try Poll.wait(r, for: .readable, timeout: nil)
+                case .none: break
+                }
+            }
+            if !writable.isEmpty {
+                var outcome = Descriptor.WriteOutcome.wouldBlock
+                switch inputWrite {
+                case .some(let w):
+                    outcome = try withBytes(chunks[chunkIndex]) { (all) throws(SystemCallError) in
+                        try Descriptor.write(w, UnsafeRawBufferPointer(rebasing: all[offset...]))
                     }
-                    switch outcome {
-                    case .bytes(let n):
-                        offset += n
-                        skipEmpty()
-                    case .wouldBlock: break
-                    case .brokenPipe: closeInput()  // the command stopped reading: fine
-                    }
-                } else {
-                    switch try Descriptor.read(entry.fd, into: buffer) {
-                    case .bytes(let n): output.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[..<n]))
-                    case .endOfFile:
-                        Descriptor.close(entry.fd)
-                        outputRead = nil
-                    case .wouldBlock: break
-                    }
+                case .none: break
+                }
+                switch outcome {
+                case .bytes(let n):
+                    offset += n
+                    if skipEmpty() { inputWrite = nil }  // all written: the command sees EOF
+                case .wouldBlock: break
+                case .brokenPipe: inputWrite = nil  // the command stopped reading: fine
+                }
+            }
+            if !readable.isEmpty {
+                var outcome = Descriptor.ReadOutcome.wouldBlock
+                switch outputRead {
+                case .some(let r): outcome = try Descriptor.read(r, into: buffer)
+                case .none: break
+                }
+                switch outcome {
+                case .bytes(let n): output.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[..<n]))
+                case .endOfFile: outputRead = nil
+                case .wouldBlock: break
                 }
             }
         }

@@ -16,7 +16,9 @@ enum Output {
     static func bytes(_ bytes: [UInt8]) throws(Failure) {
         let written: Bool
         do {
-            written = try Descriptor.writeAll(1, bytes)
+            written = try StandardStream.output.withDescriptor { (out) throws(SystemCallError) in
+                try Descriptor.writeAll(out, bytes)
+            }
         } catch {
             throw Failure(.failure, "cannot write to standard output: \(error)")
         }
@@ -27,7 +29,9 @@ enum Output {
     static func bytes(_ buffer: UnsafeRawBufferPointer) throws(Failure) {
         let written: Bool
         do {
-            written = try Descriptor.writeAll(1, buffer)
+            written = try StandardStream.output.withDescriptor { (out) throws(SystemCallError) in
+                try Descriptor.writeAll(out, buffer)
+            }
         } catch {
             throw Failure(.failure, "cannot write to standard output: \(error)")
         }

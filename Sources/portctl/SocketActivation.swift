@@ -18,25 +18,21 @@ enum SocketActivation {
     /// Starts `command` with `listening` as descriptor 3 and waits for it,
     /// relaying signals; returns how it ended.
     static func run(
-        _ command: [String], listening: Int32, name: String, extraEnvironment: [String] = []
+        _ command: [String], listening: borrowing OwnedDescriptor, name: String, extraEnvironment: [String] = []
     ) throws(SystemCallError) -> Spawn.Termination {
         // Blocked before the child exists, so no signal to relay slips by
         // (portctl has one thread; the child's mask is reset by Spawn). The
         // child's exit comes through a pidfd, not SIGCHLD, which another
         // thread of a bigger process might take.
-        let signals = try SignalFD.create(for: relayedSignals)
-        defer {
-            Descriptor.close(signals)
-            try? SignalFD.unblock(relayedSignals)
-        }
+        let signals = try SignalFD.create(for: relayedSignals)  // closed on return
+        defer { try? SignalFD.unblock(relayedSignals) }
         try Descriptor.setNonBlocking(listening, false)
         let pid = try SocketActivationLaunch.start(
             command, listening: listening, name: name, environment: Spawn.currentEnvironment, extra: extraEnvironment)
-        let exited = try Spawn.exitDescriptor(pid)
-        defer { Descriptor.close(exited) }
+        let exited = try Spawn.exitDescriptor(pid)  // closed on return
         while true {
-            let ready = try Poll.wait([(exited, .readable), (signals, .readable)], timeout: nil)
-            if !ready[0].isEmpty { return try Spawn.wait(pid)! }
+            let (exit, _) = try Poll.wait(exited, for: .readable, signals, for: .readable, timeout: nil)
+            if !exit.isEmpty { return try Spawn.wait(pid)! }
             while let delivery = try SignalFD.readDelivery(signals) {
                 if !delivery.fromKernel { try Spawn.signal(pid, delivery.signal) }
             }

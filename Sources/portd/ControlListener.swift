@@ -11,13 +11,13 @@
 //   - the path is not a socket at all, or a live socket of another type
 //     (EPROTOTYPE): refuse and touch nothing.
 // Ownership: the listener owns its descriptor until `handOverDescriptor()`
-// gives it to the port that serves it (the name server's PCPort), and,
+// moves it to the port that serves it (the name server's PCPort), and,
 // only when it bound the path itself, the socket file. `close()` removes the
 // file only if the entry at the path is still the one it bound (same device
 // and inode), then closes the descriptor unless it was handed over; a socket
 // inherited from systemd is never unlinked (the socket unit owns it). The
-// caller removes the descriptor from its run loop (or invalidates the port
-// it handed it to) before calling `close()`.
+// caller invalidates the port it handed the descriptor to before calling
+// `close()`.
 
 import PortCore
 
@@ -63,34 +63,35 @@ final class ControlListener {
         }
     }
 
-    let fileDescriptor: Int32
+    /// The socket, until handed over or closed.
+    private var descriptor: OwnedDescriptor?
     /// The socket's path, for messages (for an inherited socket: what portd resolved).
     let path: String
     let origin: Origin
     private var closed = false
-    private var handedOver = false
 
-    private init(fileDescriptor: Int32, path: String, origin: Origin) {
-        self.fileDescriptor = fileDescriptor
+    private init(descriptor: consuming OwnedDescriptor, path: String, origin: Origin) {
+        self.descriptor = .some(descriptor)
         self.path = path
         self.origin = origin
     }
 
-    /// Adopts the control socket systemd passed (socket activation).
+    /// Adopts the control socket systemd passed (socket activation); it is
+    /// closed again if it is refused.
     static func adopt(_ passed: ListenFDs.Passed, path: String) throws(StartError) -> ControlListener {
-        guard ListenFDs.isListeningSequentialPacketSocket(passed.fileDescriptor) else {
+        let descriptor = OwnedDescriptor(adopting: passed.fileDescriptor)
+        guard ListenFDs.isListeningSequentialPacketSocket(descriptor) else {
             throw .badInheritedSocket(fileDescriptor: passed.fileDescriptor, name: passed.name)
         }
         do {
-            try Descriptor.setNonBlocking(passed.fileDescriptor, true)  // accept until EAGAIN
+            try Descriptor.setNonBlocking(descriptor, true)  // accept until EAGAIN
         } catch {
             throw .system(error)
         }
         // The socket's own path decides where portd's port directory goes,
         // not the path portd would have bound: two daemons must never share one.
-        let bound = (try? UnixSocket.boundPath(passed.fileDescriptor)) ?? nil
-        return ControlListener(
-            fileDescriptor: passed.fileDescriptor, path: bound ?? path, origin: .inherited(name: passed.name))
+        let bound = (try? UnixSocket.boundPath(descriptor)) ?? nil
+        return ControlListener(descriptor: descriptor, path: bound ?? path, origin: .inherited(name: passed.name))
     }
 
     /// Creates the instance directory if needed, binds `location` (replacing
@@ -102,41 +103,34 @@ final class ControlListener {
             throw .directory(error)
         }
         let path = location.path
-        let fd: Int32
+        let fd = try systemCall { () throws(SystemCallError) in try LocalSocket.make(.seqPacket) }  // closed on a failure
+        try bindReplacingStale(fd, path: path)
+        let entry: FileStatus?
         do {
-            fd = try LocalSocket.make(.seqPacket)
-        } catch {
-            throw .system(error)
-        }
-        do throws(StartError) {
-            try bindReplacingStale(fd, path: path)
-            try systemCall { () throws(SystemCallError) in try UnixSocket.listen(fd, backlog: Self.backlog) }
+            try UnixSocket.listen(fd, backlog: Self.backlog)
             if location.origin == .systemInstance {
                 // Every uid may connect to the system instance; who may do
                 // what is decided per request (the policy).
-                try systemCall { () throws(SystemCallError) in try FileSystem.setPermissions(path, 0o666) }
+                try FileSystem.setPermissions(path, 0o666)
             }
-            guard let entry = try systemCall({ () throws(SystemCallError) in try FileSystem.status(ofPath: path) }) else {
-                throw .system(SystemCallError(call: "lstat(\(path)) after bind", errno: .noSuchFileOrDirectory))
-            }
-            return ControlListener(fileDescriptor: fd, path: path, origin: .bound(entry: entry))
+            entry = try FileSystem.status(ofPath: path)
         } catch {
-            LocalSocket.close(fd)
-            throw error
+            throw .system(error)
         }
+        guard let entry else {
+            throw .system(SystemCallError(call: "lstat(\(path)) after bind", errno: .noSuchFileOrDirectory))
+        }
+        return ControlListener(descriptor: fd, path: path, origin: .bound(entry: entry))
     }
 
-    /// Accepts one pending connection, or nil when none is pending.
-    func accept() throws(SystemCallError) -> Int32? {
-        try LocalSocket.accept(fileDescriptor)
-    }
-
-    /// Gives the descriptor to whoever serves it from now on (and closes
+    /// Moves the descriptor to whoever serves it from now on (who closes
     /// it); the listener keeps only the socket file.
-    func handOverDescriptor() -> Int32 {
-        precondition(!handedOver && !closed, "the control socket was already handed over or closed")
-        handedOver = true
-        return fileDescriptor
+    func handOverDescriptor() -> OwnedDescriptor {
+        precondition(!closed, "the control socket was already closed")
+        guard let descriptor = descriptor.take() else {
+            preconditionFailure("the control socket was already handed over")
+        }
+        return descriptor
     }
 
     /// Removes the socket file if it is still ours, then closes the
@@ -149,12 +143,12 @@ final class ControlListener {
         {
             _ = try? FileSystem.remove(path)
         }
-        if !handedOver { LocalSocket.close(fileDescriptor) }
+        descriptor = nil  // closes it unless it was handed over
     }
 
     // MARK: - Binding
 
-    private static func bindReplacingStale(_ fd: Int32, path: String) throws(StartError) {
+    private static func bindReplacingStale(_ fd: borrowing OwnedDescriptor, path: String) throws(StartError) {
         var replacedStale = false
         while true {
             do {
@@ -186,8 +180,7 @@ final class ControlListener {
 
     /// Connects to whatever is at `path` to learn whether a daemon lives there.
     private static func probe(_ path: String) throws(StartError) -> ProbeResult {
-        let fd = try systemCall { () throws(SystemCallError) in try LocalSocket.make(.seqPacket) }
-        defer { LocalSocket.close(fd) }
+        let fd = try systemCall { () throws(SystemCallError) in try LocalSocket.make(.seqPacket) }  // closed on return
         do {
             switch try LocalSocket.connect(fd, path: path) {
             case .connected:
@@ -205,7 +198,7 @@ final class ControlListener {
         }
     }
 
-    private static func systemCall<T>(_ body: () throws(SystemCallError) -> T) throws(StartError) -> T {
+    private static func systemCall<T: ~Copyable>(_ body: () throws(SystemCallError) -> T) throws(StartError) -> T {
         do {
             return try body()
         } catch {

@@ -36,8 +36,8 @@ final class Daemon {
     func run() -> Int32 {
         let loop = PCRunLoop.current
         let signalDescriptor = setup.signalDescriptor
-        let signalSource = PortSource(fileDescriptor: signalDescriptor, closesOnInvalidate: true) { [unowned self] _ in
-            self.handleSignals(signalDescriptor, loop: loop)
+        let signalSource = PortSource(sharing: signalDescriptor) { [unowned self] _ in
+            self.handleSignals(signalDescriptor.descriptor, loop: loop)
         }
         defer { signalSource.invalidate() }
         do {
@@ -93,7 +93,7 @@ final class Daemon {
 
     // MARK: - Signals
 
-    private func handleSignals(_ descriptor: Int32, loop: PCRunLoop) {
+    private func handleSignals(_ descriptor: borrowing OwnedDescriptor, loop: PCRunLoop) {
         while true {
             let signal: Int32?
             do {

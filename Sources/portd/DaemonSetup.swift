@@ -13,8 +13,11 @@
 // Any failure is logged as one clear line and start-up stops with status 1.
 //
 // Ownership: the setup owns the listener's socket file until `tearDown()`
-// (its descriptor goes to the name server's port); the signalfd passes to
-// Daemon, whose run-loop source closes it.
+// (its descriptor goes to the name server's port); the signalfd is shared
+// with Daemon's run-loop source. Every descriptor the service manager
+// passed is adopted here exactly once: the control socket by the listener,
+// a declared port's socket as a SharedDescriptor (the name server's from
+// then on), anything else closed.
 
 import Logging
 import PortCore
@@ -22,7 +25,7 @@ import PortCore
 struct DaemonSetup {
     let logger: Logger
     let listener: ControlListener
-    let signalDescriptor: Int32
+    let signalDescriptor: SharedDescriptor
     let notifier: SystemdNotifier
     let startedAt: MonotonicInstant
     let portDirectory: PortDirectory
@@ -39,9 +42,9 @@ struct DaemonSetup {
 
     /// Prepares the daemon, or logs why it cannot and returns nil.
     static func prepare(_ command: PortdCommand, logger: Logger, startedAt: MonotonicInstant) -> DaemonSetup? {
-        let signalDescriptor: Int32
+        let signalDescriptor: SharedDescriptor
         do {
-            signalDescriptor = try SignalFD.create(for: [Signal.terminate, Signal.interrupt, Signal.hangUp])
+            signalDescriptor = SharedDescriptor(try SignalFD.create(for: [Signal.terminate, Signal.interrupt, Signal.hangUp]))
             try CurrentProcess.ignore(signal: Signal.brokenPipe)
             // One descriptor per client: use the whole hard limit.
             let descriptors = try CurrentProcess.raiseDescriptorLimit()
@@ -76,7 +79,7 @@ struct DaemonSetup {
                 logger.warning(
                     "closing a descriptor from the service manager that portd does not use",
                     metadata: ["fd": "\(extra.fileDescriptor)", "fdname": "\(extra.name)"])
-                LocalSocket.close(extra.fileDescriptor)
+                OwnedDescriptor(adopting: extra.fileDescriptor).close()
             }
             if let control {
                 listener = try ControlListener.adopt(control, path: location.path)
@@ -102,17 +105,18 @@ struct DaemonSetup {
         // and the name is cleared in the store before its socket is stored
         // again, so the store holds exactly one socket per port.
         let directoryPath = PortDirectory.path(forControlSocket: listener.path)
-        var keeping: [(name: String, fd: Int32, fileName: String)] = []
+        var keeping: [(name: String, fd: SharedDescriptor, fileName: String)] = []
         var clearStored: Set<String> = []
-        for (name, fd) in storedPorts {
-            do {
+        for (name, number) in storedPorts {
+            let fd = OwnedDescriptor(adopting: number)  // closed unless kept
+            do throws(PortDirectory.Problem) {
                 guard ListenFDs.isListeningSequentialPacketSocket(fd) else {
-                    throw PortDirectory.Problem.notAdoptable(fd: fd, reason: "it is not a listening SOCK_SEQPACKET socket")
+                    throw .notAdoptable(descriptor: fd.description, reason: "it is not a listening SOCK_SEQPACKET socket")
                 }
-                keeping.append((name, fd, try PortDirectory.declaredFileName(of: fd, inDirectory: directoryPath)))
+                let fileName = try PortDirectory.declaredFileName(of: fd, inDirectory: directoryPath)
+                keeping.append((name, SharedDescriptor(fd), fileName))
             } catch {
                 logger.warning("closing the stored socket of \(name): \(error)", metadata: ["name": "\(name)"])
-                LocalSocket.close(fd)
                 clearStored.insert(name)
             }
         }
@@ -127,30 +131,28 @@ struct DaemonSetup {
         } catch {
             logger.error("\(error)")
             listener.close()
-            keeping.forEach { LocalSocket.close($0.fd) }
-            return nil
+            return nil  // `keeping` closes with it
         }
-        var spare: [(name: String, fd: Int32, fileName: String)] = []
+        var spare: [(name: String, fd: SharedDescriptor, fileName: String)] = []
         for k in keeping {
             if restored[k.name] != nil {
                 spare.append(k)
                 continue
             }
             do {
-                restored[k.name] = .init(fileDescriptor: k.fd, file: try portDirectory.adopt(fileName: k.fileName, fd: k.fd))
+                restored[k.name] = .init(
+                    fileDescriptor: k.fd, file: try portDirectory.adopt(fileName: k.fileName, fd: k.fd.descriptor))
             } catch {
                 logger.warning("closing the stored socket of \(k.name): \(error)", metadata: ["name": "\(k.name)"])
-                LocalSocket.close(k.fd)
-                clearStored.insert(k.name)
+                clearStored.insert(k.name)  // its socket closes with `keeping`
             }
         }
         for k in spare {
             logger.warning(
                 "closing another stored socket of \(k.name) (one port, one socket)", metadata: ["name": "\(k.name)"])
-            LocalSocket.close(k.fd)
-            clearStored.insert(k.name)
+            clearStored.insert(k.name)  // its socket closes with `keeping` and `spare`
             if let used = restored[k.name], !used.file.path.hasSuffix("/" + k.fileName),
-                let file = try? portDirectory.adopt(fileName: k.fileName, fd: k.fd)
+                let file = try? portDirectory.adopt(fileName: k.fileName, fd: k.fd.descriptor)
             {
                 portDirectory.remove(file)
             }

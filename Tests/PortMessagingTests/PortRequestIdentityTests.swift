@@ -40,7 +40,7 @@ private func stop(_ port: PCPort, _ thread: LoopThread) {
         try UnixSocket.bind(listening, to: address)
         try UnixSocket.listen(listening)
         let seen = Mutex<(passed: SendRight?, reply: SendRight?, connector: Credentials?, sender: Credentials?)?>(nil)
-        let port = try PCPort(adoptingListeningDescriptor: listening) { m in
+        let port = try PCPort(listeningDescriptor: listening) { m in
             seen.withLock { $0 = (m.passedReplyPort, m.replyPort, m.connectionCredentials, m.sender) }
             // Answer through the passed port too: it is a right to the sender's port.
             _ = try? m.passedReplyPort?.send(PCPortMessage(msgid: 9, strings: ["to your port"]), timeout: .seconds(20))
@@ -51,11 +51,11 @@ private func stop(_ port: PCPort, _ thread: LoopThread) {
 
         let fd = try UnixSocket.makeSocket()
         #expect(try UnixSocket.connect(fd, to: address) == .connected)
-        let right = SendRight(adopting: fd)
-        let (mine, theirs) = try UnixSocket.makePair()
-        defer { SystemCall.close(mine) }
+        let right = SendRight(descriptor: fd)
+        let replyPair = try UnixSocket.makePair()
+        let mine = replyPair.first
         var request = PCPortMessage(msgid: 5, strings: ["hi"])
-        request.replyPort = SendRight(adopting: theirs)
+        request.replyPort = SendRight(descriptor: replyPair.second)
         let reply = try #require(try right.request(request, receiveTimeout: .seconds(20)).reply)
         #expect(reply.components.first?.string == "reply")
 
@@ -65,9 +65,9 @@ private func stop(_ port: PCPort, _ thread: LoopThread) {
         #expect(got.connector == Credentials(pid: getpid(), uid: getuid(), gid: getgid()))
         #expect(got.sender?.pid == getpid())
         // The message sent through the passed reply port arrived at our end of it.
-        #expect(waitReadable(mine))
+        #expect(waitReadable(mine.rawValue))
         var buffer = [UInt8](repeating: 0, count: 256)
-        let n = read(mine, &buffer, buffer.count)
+        let n = read(mine.rawValue, &buffer, buffer.count)
         let decoded = try WireDecoder.decode(Array(buffer[0..<max(n, 0)]))
         #expect(decoded.msgid == 9)
     }
@@ -99,7 +99,7 @@ private func stop(_ port: PCPort, _ thread: LoopThread) {
         try UnixSocket.listen(listening)
         let handled = Mutex(0)
         let admitted = Mutex<[UInt64]>([])
-        let port = try PCPort(adoptingListeningDescriptor: listening) { m in
+        let port = try PCPort(listeningDescriptor: listening) { m in
             handled.withLock { $0 += 1 }
             return PCPortMessage(msgid: m.msgid, strings: ["served"])
         }
@@ -117,7 +117,7 @@ private func stop(_ port: PCPort, _ thread: LoopThread) {
         func connect() throws -> SendRight {
             let fd = try UnixSocket.makeSocket()
             #expect(try UnixSocket.connect(fd, to: address) == .connected)
-            return SendRight(adopting: fd)
+            return SendRight(descriptor: fd)
         }
         let served = try connect()
         #expect(try served.request(PCPortMessage(msgid: 1), receiveTimeout: .seconds(20)).reply?.components.first?.string == "served")

@@ -291,7 +291,7 @@ final class ServedPort: @unchecked Sendable {
         let served = try ServedPort { m in
             // The memfd path: a mapped memfd, not inline bytes.
             if case .sharedMemory(let shm) = m.components[1] {
-                let sealed = (try? MemFD.seals(shm.fd))?.isSuperset(of: .all) ?? false
+                let sealed = (try? MemFD.seals(shm.descriptor))?.isSuperset(of: .all) ?? false
                 arrived.withLock { $0 = (shm.withUnsafeBytes { fnv1a($0) }, shm.count, sealed) }
             }
             done.signal()

@@ -284,7 +284,7 @@ import PortTestSupport
             Issue.record("not checked in")
             return
         }
-        #expect(port.listeningDescriptor != nil)
+        #expect(port.withReceiveRight { _ in true } == true)
         guard case .notDeclared = try service.checkIn(declaredName: "undeclared") else {
             Issue.record("expected not-declared")
             return

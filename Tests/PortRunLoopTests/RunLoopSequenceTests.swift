@@ -45,12 +45,13 @@ private let head = ["entry", "beforeTimers", "beforeSources", "beforeWaiting", "
     @Test func sequenceForASocketBecomingReadable() throws {
         var fds: [Int32] = [0, 0]
         #expect(socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds) == 0)
-        defer { close(fds[0]); close(fds[1]) }
+        defer { close(fds[1]) }
         let (rx, tx) = (fds[0], fds[1])
+        let receiving = SharedDescriptor(OwnedDescriptor(adopting: rx))  // the source's; closes with it
         let r = Recorder()
         LoopThread.run { loop in
             _ = recordActivities(loop, .default, r)
-            try! loop.add(PortSource(fileDescriptor: rx) { _ in
+            try! loop.add(PortSource(sharing: receiving) { _ in
                 var buf = [UInt8](repeating: 0, count: 16)
                 let n = recv(rx, &buf, 16, Int32(MSG_DONTWAIT))
                 r.add("RECV \(n)")

@@ -59,7 +59,7 @@ import PortTestSupport
         let fd = try ReadyFD()
         let r = Recorder()
         LoopThread.run { loop in
-            let port = PortSource(fileDescriptor: fd.fd) { _ in fd.drain(); r.add("port") }
+            let port = PortSource(sharing: fd.fd) { _ in fd.drain(); r.add("port") }
             try! loop.add(port, forMode: "A")
             let custom = RunLoopSource { _ in r.add("custom") }
             loop.add(custom, forMode: "A")
@@ -119,7 +119,7 @@ import PortTestSupport
             loop.add(o, forMode: .default)
             loop.add(o, forMode: "private")
             loop.add(PCTimer(fireAt: .distantFuture) { _ in }, forMode: "private")
-            let port = PortSource(fileDescriptor: fd.fd) { _ in
+            let port = PortSource(sharing: fd.fd) { _ in
                 fd.drain()
                 loop.perform(inModes: ["private"]) { PCRunLoop.current.stop() }
                 let inner = loop.run(mode: "private", timeout: .seconds(30))
@@ -142,7 +142,7 @@ import PortTestSupport
         let r = Recorder()
         LoopThread.run { loop in
             for (name, fd) in [("a", a), ("b", b), ("c", c)] {
-                try! loop.add(PortSource(fileDescriptor: fd.fd) { _ in
+                try! loop.add(PortSource(sharing: fd.fd) { _ in
                     while fd.drain() {}
                     r.add(name)
                 }, forMode: .default)
@@ -162,7 +162,7 @@ import PortTestSupport
         let fd = try ReadyFD()
         let calls = Mutex(0)
         LoopThread.run { loop in
-            try! loop.add(PortSource(fileDescriptor: fd.fd) { _ in
+            try! loop.add(PortSource(sharing: fd.fd) { _ in
                 // Drain only on the second call: level-triggered delivery calls again.
                 if calls.withLock({ $0 += 1; return $0 }) == 2 { fd.drain() }
             }, forMode: .default)
@@ -176,11 +176,11 @@ import PortTestSupport
 
     @Test func addingARegularFileIsAClearError() throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("portcore-\(getpid())-reg").path
-        let fd = open(path, O_CREAT | O_RDWR | O_CLOEXEC, 0o600)
-        defer { close(fd); unlink(path) }
+        let fd = SharedDescriptor(OwnedDescriptor(adopting: open(path, O_CREAT | O_RDWR | O_CLOEXEC, 0o600)))
+        defer { unlink(path) }
         LoopThread.run { loop in
             #expect(throws: SystemCallError(call: "epoll_ctl(ADD)", errno: .notPermitted)) {
-                try loop.add(PortSource(fileDescriptor: fd) { _ in }, forMode: .default)
+                try loop.add(PortSource(sharing: fd) { _ in }, forMode: .default)
             }
         }
     }
@@ -261,12 +261,12 @@ import PortTestSupport
         let r = Recorder()
         LoopThread.run { loop in
             let box = Mutex<[PortSource]>([])
-            let sa = PortSource(fileDescriptor: a.fd) { s in
+            let sa = PortSource(sharing: a.fd) { s in
                 a.drain(); r.add("a")
                 s.invalidate()
                 box.withLock { $0.forEach { $0.invalidate() } }
             }
-            let sb = PortSource(fileDescriptor: b.fd) { s in
+            let sb = PortSource(sharing: b.fd) { s in
                 b.drain(); r.add("b")
                 s.invalidate()
                 box.withLock { $0.forEach { $0.invalidate() } }
@@ -289,7 +289,7 @@ import PortTestSupport
             let timer = PCTimer(fireAt: loop.clock.now() + .milliseconds(1)) { _ in r.add("timer") }
             loop.add(timer, forMode: .default)
             loop.add(PCTimer(fireAt: .distantFuture) { _ in }, forMode: .default)
-            try! loop.add(PortSource(fileDescriptor: fd.fd) { _ in
+            try! loop.add(PortSource(sharing: fd.fd) { _ in
                 fd.drain()
                 r.add("port")
                 timer.invalidate()

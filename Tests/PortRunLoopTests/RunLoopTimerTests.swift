@@ -84,7 +84,7 @@ import PortTestSupport
         let r = Recorder()
         withManualLoop { loop, clock in
             loop.add(PCTimer(fireAt: clock.now() + .seconds(1)) { _ in r.add("timer") }, forMode: .default)
-            try! loop.add(PortSource(fileDescriptor: fd.fd) { _ in
+            try! loop.add(PortSource(sharing: fd.fd) { _ in
                 fd.drain()
                 r.add("handler begins")
                 clock.advance(by: .seconds(5))  // the timer is due now, but this handler is running

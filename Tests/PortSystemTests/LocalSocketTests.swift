@@ -13,9 +13,9 @@ import Testing
     final class Pair {
         let directory: String
         let path: String
-        let listener: Int32
-        let client: Int32
-        let server: Int32
+        let listener: OwnedDescriptor
+        let client: OwnedDescriptor
+        let server: OwnedDescriptor
 
         init() throws {
             var template = Array("/tmp/portd-sock-XXXXXX".utf8CString)
@@ -26,13 +26,14 @@ import Testing
             try UnixSocket.listen(listener)
             client = try LocalSocket.make(.seqPacket)
             #expect(try LocalSocket.connect(client, path: path) == .connected)
-            server = try #require(try LocalSocket.accept(listener))
+            guard let accepted = try LocalSocket.accept(listener) else {
+                throw SystemCallError(call: "accept4", errno: .resourceTemporarilyUnavailable)
+            }
+            server = accepted
         }
 
         deinit {
-            LocalSocket.close(client)
-            LocalSocket.close(server)
-            LocalSocket.close(listener)
+            // The sockets close with the object.
             _ = try? FileSystem.remove(path)
             rmdir(directory)
         }
@@ -54,7 +55,7 @@ import Testing
         #expect(try LocalSocket.send(pair.client, [UInt8](repeating: 7, count: 100)))
         var small = [UInt8](repeating: 0, count: 10)
         #expect(try LocalSocket.receive(pair.server, into: &small) == .record(count: 10, truncated: true))
-        shutdown(pair.client, Int32(SHUT_WR))
+        shutdown(pair.client.rawValue, Int32(SHUT_WR))
         #expect(try LocalSocket.receive(pair.server, into: &small) == .endOfStream)
     }
 
@@ -67,7 +68,6 @@ import Testing
 
     @Test func errorsNameTheCall() throws {
         let fd = try LocalSocket.make(.seqPacket)
-        defer { LocalSocket.close(fd) }
         #expect(throws: SystemCallError(call: "connect(/nonexistent/x.sock)", errno: .noSuchFileOrDirectory)) {
             try LocalSocket.connect(fd, path: "/nonexistent/x.sock")
         }
@@ -80,10 +80,8 @@ import Testing
     @Test func abstractDatagrams() throws {
         let name = "portd-test-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         let receiver = try LocalSocket.make(.datagram)
-        defer { LocalSocket.close(receiver) }
         try LocalSocket.bind(receiver, abstractName: name)
         let sender = try LocalSocket.make(.datagram)
-        defer { LocalSocket.close(sender) }
         #expect(try LocalSocket.connect(sender, abstractName: name) == .connected)
         #expect(try LocalSocket.send(sender, Array("READY=1".utf8)))
         #expect(try LocalSocket.wait(receiver, for: .readable, timeout: .seconds(5)).contains(.readable))

@@ -20,7 +20,6 @@ import PortWire
         let length = chunks * chunk.count
         var expected = Digest()
         let memfd = try MemFD.create(name: "test-large")
-        defer { close(memfd) }
         for c in 0..<chunks {
             chunk.storeBytes(of: UInt64(c), toByteOffset: 0, as: UInt64.self)
             try MemFD.write(memfd, UnsafeRawBufferPointer(chunk))
@@ -31,15 +30,16 @@ import PortWire
         #expect(try MemFD.size(memfd) == length)
 
         let t = TestWireTransport()
-        let (a, b) = try UnixSocket.makePair()
-        defer { close(a); close(b) }
-        #expect(try t.send(a, msgid: 1, components: [.largeData(memfd: memfd, length: length)]) == .sent(20))
+        let aPair = try UnixSocket.makePair()
+        let a = aPair.first
+        let b = aPair.second
+        #expect(try t.send(a, msgid: 1, components: [.largeData(memfd: memfd.rawValue, length: length)]) == .sent(20))
         let m = try t.receive(b)
-        guard case .largeData(let fd, let n) = m.components.first else {
+        guard case .largeData(let received, let n) = m.components.first else {
             Issue.record("no large component: \(m)")
             return
         }
-        defer { close(fd) }
+        let fd = OwnedDescriptor(adopting: received)
         #expect(n == length)
         try MemFD.checkSealed(fd, length: n)
         let region = try MemFD.mapReadOnly(fd, length: n)
@@ -51,15 +51,16 @@ import PortWire
 
     @Test func makeSealedIsImmutable() throws {
         let bytes: [UInt8] = Array("sealed".utf8)
-        let fd = try bytes.withUnsafeBytes { try MemFD.makeSealed($0) }
-        defer { close(fd) }
-        #expect(isCloseOnExec(fd))
+        var made: OwnedDescriptor?
+        try bytes.withUnsafeBytes { made = try MemFD.makeSealed($0) }
+        guard let fd = made.take() else { throw SystemCallError(call: "memfd_create", errno: .badFileDescriptor) }
+        #expect(isCloseOnExec(fd.rawValue))
         try MemFD.checkSealed(fd, length: 6)
         // The seals hold: no write, no resize, no new seals.
         #expect(throws: SystemCallError(call: "write(memfd)", errno: .notPermitted)) {
             try bytes.withUnsafeBytes { try MemFD.write(fd, $0) }
         }
-        #expect(ftruncate(fd, 0) == -1)
+        #expect(ftruncate(fd.rawValue, 0) == -1)
         #expect(throws: SystemCallError(call: "fcntl(F_ADD_SEALS)", errno: .notPermitted)) {
             try MemFD.addSeals(fd, .futureWrite)
         }
@@ -70,7 +71,6 @@ import PortWire
 
     @Test func unsealedMemfdIsRefused() throws {
         let fd = try MemFD.create()
-        defer { close(fd) }
         try [UInt8](repeating: 1, count: 100).withUnsafeBytes { try MemFD.write(fd, $0) }
         #expect(throws: MemFD.ValidationError.self) { try MemFD.checkSealed(fd, length: 100) }
         do {
@@ -104,12 +104,10 @@ import PortWire
     }
 
     @Test func otherDescriptorsAreNotSealable() throws {
-        let (a, b) = try UnixSocket.makePair()
-        defer { close(a); close(b) }
-        #expect(throws: MemFD.ValidationError.notSealable) { try MemFD.checkSealed(a, length: 1) }
-        let (r, w) = try makePipe()
-        defer { close(r); close(w) }
-        #expect(throws: MemFD.ValidationError.notSealable) { try MemFD.checkSealed(r, length: 1) }
+        let pair = try UnixSocket.makePair()
+        #expect(throws: MemFD.ValidationError.notSealable) { try MemFD.checkSealed(pair.first, length: 1) }
+        let pipe = try Pipe.make()
+        #expect(throws: MemFD.ValidationError.notSealable) { try MemFD.checkSealed(pipe.read, length: 1) }
     }
 }
 

@@ -13,8 +13,11 @@ import PortWire
 @Suite struct RecordLimitTests {
     /// Sends `size` bytes on a fresh pair (empty queues); true if the kernel took it.
     static func fits(_ size: Int, buffer: UnsafeRawBufferPointer) throws -> Bool {
-        let (a, b) = try UnixSocket.makePair()
-        defer { close(a); close(b) }
+        let pair = try UnixSocket.makePair()
+        return try fits(size, buffer: buffer, on: pair.first)
+    }
+
+    private static func fits(_ size: Int, buffer: UnsafeRawBufferPointer, on a: borrowing OwnedDescriptor) throws -> Bool {
         do {
             return try UnixSocket.send(a, UnsafeRawBufferPointer(rebasing: buffer[0..<size])) == .sent(size)
         } catch where error.errno == .messageTooLong {
@@ -23,10 +26,8 @@ import PortWire
     }
 
     @Test func largestRecordAtDefaultSendBuffer() throws {
-        let (a, b) = try UnixSocket.makePair()
-        let sndbuf = try UnixSocket.sendBufferSize(a)
-        close(a)
-        close(b)
+        let pair = try UnixSocket.makePair()
+        let sndbuf = try UnixSocket.sendBufferSize(pair.first)
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: sndbuf + 1, alignment: 8)
         defer { buffer.deallocate() }
         buffer.initializeMemory(as: UInt8.self, repeating: 0)
@@ -52,10 +53,11 @@ import PortWire
 
     @Test func fullDefaultRecordWithDescriptorsGoesThrough() throws {
         let t = TestWireTransport()
-        let (a, b) = try UnixSocket.makePair()
-        defer { close(a); close(b) }
-        let (p, q) = try UnixSocket.makePair()
-        defer { close(p); close(q) }
+        let aPair = try UnixSocket.makePair()
+        let a = aPair.first
+        let b = aPair.second
+        let pPair = try UnixSocket.makePair()
+        let p = pPair.first.rawValue  // open to the end of the test
         let data = [UInt8](repeating: 0x5A, count: PortLimits.default.maxInlineDataOfOneComponent - 8)
         let components: [PortComponent] = [.data(data), .port(p)]
         #expect(WireEncoder.encodedSize(of: components) == PortLimits.defaultMaxRecordSize)

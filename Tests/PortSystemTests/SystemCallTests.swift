@@ -6,7 +6,6 @@ import Testing
 @Suite struct SystemCallTests {
     @Test func eventfdSignalAndDrain() throws {
         let fd = try EventFD.create()
-        defer { SystemCall.close(fd) }
         #expect(try EventFD.drain(fd) == false)
         try EventFD.signal(fd)
         try EventFD.signal(fd)
@@ -16,15 +15,13 @@ import Testing
 
     @Test func errorsNameTheCall() throws {
         let epfd = try Epoll.create()
-        defer { SystemCall.close(epfd) }
         let efd = try EventFD.create()
-        defer { SystemCall.close(efd) }
-        try Epoll.add(epfd, fd: efd, events: .readable, token: 1)
+        try Epoll.add(epfd, efd, events: .readable, token: 1)
         #expect(throws: SystemCallError(call: "epoll_ctl(ADD)", errno: .fileExists)) {
-            try Epoll.add(epfd, fd: efd, events: .readable, token: 1)
+            try Epoll.add(epfd, efd, events: .readable, token: 1)
         }
         // Removing twice is idempotent.
-        try Epoll.remove(epfd, fd: efd)
-        try Epoll.remove(epfd, fd: efd)
+        try Epoll.remove(epfd, efd)
+        try Epoll.remove(epfd, efd)
     }
 }

@@ -11,38 +11,44 @@ import PortTestSupport
 
 @Suite struct UnixSocketTests {
     @Test func pairIsCloseOnExecAndNonBlocking() throws {
-        let (a, b) = try UnixSocket.makePair()
-        defer { close(a); close(b) }
-        #expect(isCloseOnExec(a) && isCloseOnExec(b))
-        #expect(isNonBlocking(a) && isNonBlocking(b))
+        let aPair = try UnixSocket.makePair()
+        let a = aPair.first
+        let b = aPair.second
+        #expect(isCloseOnExec(a.rawValue) && isCloseOnExec(b.rawValue))
+        #expect(isNonBlocking(a.rawValue) && isNonBlocking(b.rawValue))
         #expect(try UnixSocket.peerCredentials(a) == Credentials(pid: getpid(), uid: getuid(), gid: getgid()))
     }
 
     @Test func messageWithDescriptorsAndCredentials() throws {
         let t = TestWireTransport()
-        let (a, b) = try UnixSocket.makePair()
-        defer { close(a); close(b) }
+        let aPair = try UnixSocket.makePair()
+        let a = aPair.first
+        let b = aPair.second
         try UnixSocket.setPassCredentials(b, true)
-        let (port, portPeer) = try UnixSocket.makePair()
-        defer { close(port); close(portPeer) }
-        let (reply, replyPeer) = try UnixSocket.makePair()
-        defer { close(reply); close(replyPeer) }
+        let portPair = try UnixSocket.makePair()
+        let port = portPair.first
+        let portPeer = portPair.second
+        let replyPair = try UnixSocket.makePair()
+        let reply = replyPair.first
+        let replyPeer = replyPair.second
 
-        let sent = try t.send(a, msgid: 7, replyPort: reply, components: [.data(Array("hello".utf8)), .port(port)])
+        let sent = try t.send(
+            a, msgid: 7, replyPort: reply.rawValue, components: [.data(Array("hello".utf8)), .port(port.rawValue)])
         #expect(sent == .sent(12 + 16 + 5))
         let m = try t.receive(b)
         #expect(m.msgid == 7)
         #expect(m.credentials == Credentials(pid: getpid(), uid: getuid(), gid: getgid()))
-        guard let r = m.replyPort, case .port(let p) = m.components[1] else {
+        guard let rawR = m.replyPort, case .port(let rawP) = m.components[1] else {
             Issue.record("no reply port or port component: \(m)")
             return
         }
-        defer { close(r); close(p) }
+        let r = OwnedDescriptor(adopting: rawR)
+        let p = OwnedDescriptor(adopting: rawP)
         #expect(m.components[0] == .data(Array("hello".utf8)))
         // Received descriptors are new numbers, CLOEXEC (MSG_CMSG_CLOEXEC),
         // and lead where the sent ones led.
-        #expect(r != reply && p != port)
-        #expect(isCloseOnExec(r) && isCloseOnExec(p))
+        #expect(rawR != reply.rawValue && rawP != port.rawValue)
+        #expect(isCloseOnExec(r.rawValue) && isCloseOnExec(p.rawValue))
         #expect(try t.send(p, msgid: 8, components: []) == .sent(12))
         #expect(try t.receive(portPeer).msgid == 8)
         #expect(try t.send(r, msgid: 9, components: []) == .sent(12))
@@ -51,8 +57,9 @@ import PortTestSupport
 
     @Test func credentialsOnlyWithPassCred() throws {
         let t = TestWireTransport()
-        let (a, b) = try UnixSocket.makePair()
-        defer { close(a); close(b) }
+        let aPair = try UnixSocket.makePair()
+        let a = aPair.first
+        let b = aPair.second
         _ = try t.send(a, msgid: 1, components: [])
         #expect(try t.receive(b).credentials == nil)
         // Explicit credentials (our own, the only ones we may claim) arrive as sent.
@@ -64,8 +71,9 @@ import PortTestSupport
 
     @Test func outcomesAreValues() throws {
         let t = TestWireTransport()
-        let (a, b) = try UnixSocket.makePair()
-        defer { close(b) }
+        let aPair = try UnixSocket.makePair()
+        let a = aPair.first
+        let b = aPair.second
         #expect(throws: TestWireTransport.ReceiveError.outcome(.wouldBlock)) { try t.receive(b) }
         // A full queue is .wouldBlock, never a silent drop.
         var queued = 0
@@ -75,15 +83,16 @@ import PortTestSupport
         }
         #expect(queued > 0 && queued < 100_000)
         for i in 0..<queued { #expect(try t.receive(b).msgid == UInt32(i)) }
-        close(a)
+        a.close()
         #expect(throws: TestWireTransport.ReceiveError.outcome(.endOfStream)) { try t.receive(b) }
         #expect(try t.send(b, msgid: 1, components: []) == .peerClosed)  // EPIPE, and no SIGPIPE
     }
 
     @Test func shutdownWriteEndsTheStream() throws {
         let t = TestWireTransport()
-        let (a, b) = try UnixSocket.makePair()
-        defer { close(a); close(b) }
+        let aPair = try UnixSocket.makePair()
+        let a = aPair.first
+        let b = aPair.second
         _ = try t.send(a, msgid: 5, components: [])
         try UnixSocket.shutdown(a, .write)
         #expect(try t.receive(b).msgid == 5)
@@ -92,8 +101,9 @@ import PortTestSupport
     }
 
     @Test func oversizedRecordIsTruncatedNotSplit() throws {
-        let (a, b) = try UnixSocket.makePair()
-        defer { close(a); close(b) }
+        let aPair = try UnixSocket.makePair()
+        let a = aPair.first
+        let b = aPair.second
         let bytes = [UInt8](repeating: 0xAB, count: 100)
         _ = try bytes.withUnsafeBytes { try UnixSocket.send(a, $0) }
         let small = UnsafeMutableRawBufferPointer.allocate(byteCount: 50, alignment: 8)
@@ -106,22 +116,24 @@ import PortTestSupport
     }
 
     @Test func controlTruncationIsDetected() throws {
-        let (a, b) = try UnixSocket.makePair()
-        defer { close(a); close(b) }
+        let aPair = try UnixSocket.makePair()
+        let a = aPair.first
+        let b = aPair.second
         let pipes = try (0..<3).map { _ in try makePipe() }
         defer { for (r, w) in pipes { close(r); close(w) } }
         let sendControl = ControlMessage.Buffer(descriptors: 3, credentials: false)
         let fds = pipes.map { $0.0 }
         let payload: [UInt8] = [1, 2, 3]
         func sendThree() throws {
-            let n = fds.withUnsafeBufferPointer { ControlMessage.encode(descriptors: $0, into: sendControl) }
+            sendControl.reset()
+            for fd in fds { sendControl.append(number: fd) }
+            let n = sendControl.finish()
             let r = try payload.withUnsafeBytes { try UnixSocket.send(a, $0, control: sendControl, controlLength: n) }
             #expect(r == .sent(3))
         }
         let data = UnsafeMutableRawBufferPointer.allocate(byteCount: 16, alignment: 8)
         defer { data.deallocate() }
-        let out = UnsafeMutableBufferPointer<Int32>.allocate(capacity: 8)
-        defer { out.deallocate() }
+        var out = OwnedDescriptors(capacity: 8)
 
         // Room for one descriptor of three (CMSG_SPACE rounds it up to two):
         // MSG_CTRUNC; as many as fit are installed (ours to close), the
@@ -133,11 +145,12 @@ import PortTestSupport
             return
         }
         #expect(r1.controlTruncated && !r1.truncated && r1.byteCount == 3)
-        let parsed = ControlMessage.parse(tooSmall, length: r1.controlLength, truncated: r1.controlTruncated, descriptors: out)
+        let parsed = ControlMessage.parse(tooSmall, length: r1.controlLength, truncated: r1.controlTruncated, into: &out)
         #expect(parsed.truncated)
         #expect(parsed.descriptorCount == (tooSmall.capacity - port_cmsg_len(0)) / 4)
-        #expect(parsed.descriptorCount == 2)
-        for i in 0..<parsed.descriptorCount { #expect(isCloseOnExec(out[i])); close(out[i]) }
+        #expect(parsed.descriptorCount == 2 && out.count == 2)
+        for i in 0..<parsed.descriptorCount { #expect(out.withDescriptor(at: i) { isCloseOnExec($0) }) }
+        out.closeAll()
 
         // No control buffer at all: MSG_CTRUNC, the kernel closes them all.
         try sendThree()
@@ -154,18 +167,22 @@ import PortTestSupport
             Issue.record("no record")
             return
         }
-        let all = ControlMessage.parse(enough, length: r3.controlLength, truncated: r3.controlTruncated, descriptors: out)
+        let all = ControlMessage.parse(enough, length: r3.controlLength, truncated: r3.controlTruncated, into: &out)
         #expect(!all.truncated && all.descriptorCount == 3 && all.unexpected == 0)
-        for i in 0..<3 { close(out[i]) }
+        out.closeAll()
     }
 
     @Test func parseClosesDescriptorsBeyondTheCallersArray() throws {
-        let (a, b) = try UnixSocket.makePair()
-        defer { close(a); close(b) }
+        let aPair = try UnixSocket.makePair()
+        let a = aPair.first
+        let b = aPair.second
         let (r, w) = try makePipe()
         defer { close(r) }
         let control = ControlMessage.Buffer(descriptors: 2, credentials: false)
-        let n = [w, w].withUnsafeBufferPointer { ControlMessage.encode(descriptors: $0, into: control) }
+        control.reset()
+        control.append(number: w)
+        control.append(number: w)
+        let n = control.finish()
         _ = try [UInt8(0)].withUnsafeBytes { try UnixSocket.send(a, $0, control: control, controlLength: n) }
         close(w)
         let data = UnsafeMutableRawBufferPointer.allocate(byteCount: 16, alignment: 8)
@@ -175,11 +192,10 @@ import PortTestSupport
             Issue.record("no record")
             return
         }
-        let out = UnsafeMutableBufferPointer<Int32>.allocate(capacity: 1)
-        defer { out.deallocate() }
-        let parsed = ControlMessage.parse(receive, length: rec.controlLength, truncated: false, descriptors: out)
+        var out = OwnedDescriptors(capacity: 1)
+        let parsed = ControlMessage.parse(receive, length: rec.controlLength, truncated: false, into: &out)
         #expect(parsed.descriptorCount == 1 && parsed.unexpected == 1)
-        close(out[0])
+        out.closeAll()
         // Every write end is closed now (ours, the parser's extra, the one we
         // closed): the pipe reads end-of-file instead of blocking.
         var byte: UInt8 = 0
@@ -205,23 +221,23 @@ import PortTestSupport
     @Test func listenAcceptConnectOnAnAbstractName() throws {
         let address = try UnixSocketAddress(abstract: "portd-test-\(getpid())-\(UInt64.random(in: 0...UInt64.max))")
         let listener = try UnixSocket.makeSocket()
-        defer { close(listener) }
         try UnixSocket.bind(listener, to: address)
         try UnixSocket.listen(listener, backlog: 8)
         #expect(try UnixSocket.accept(listener) == nil)
         let client = try UnixSocket.makeSocket()
-        defer { close(client) }
-        #expect(try UnixSocket.connect(client, to: address) == .connected)
-        #expect(waitReadable(listener))
-        let server = try #require(try UnixSocket.accept(listener))
-        defer { close(server) }
-        #expect(isCloseOnExec(server) && isNonBlocking(server))
+        let connected = try UnixSocket.connect(client, to: address)
+        #expect(connected == .connected)
+        #expect(waitReadable(listener.rawValue))
+        guard let server = try UnixSocket.accept(listener) else {
+            Issue.record("nothing to accept")
+            return
+        }
+        #expect(isCloseOnExec(server.rawValue) && isNonBlocking(server.rawValue))
         let t = TestWireTransport()
         _ = try t.send(client, msgid: 3, components: [.data([7])])
         #expect(try t.receive(server).components == [.data([7])])
         // A second bind of the same name fails: abstract names are unique.
         let other = try UnixSocket.makeSocket()
-        defer { close(other) }
         #expect(throws: SystemCallError(call: "bind(\(address))", errno: .addressInUse)) {
             try UnixSocket.bind(other, to: address)
         }
@@ -239,16 +255,14 @@ import PortTestSupport
         try UnixSocket.bind(listener, to: address)
         try UnixSocket.listen(listener)
         #expect(try UnixSocket.removeStale(at: address) == .inUse)
-        close(listener)  // the file stays behind
+        listener.close()  // the file stays behind
         let client = try UnixSocket.makeSocket()
-        defer { close(client) }
         #expect(throws: SystemCallError(call: "connect(\(address))", errno: .connectionRefused)) {
             try UnixSocket.connect(client, to: address)
         }
         #expect(try UnixSocket.removeStale(at: address) == .removed)
         #expect(try UnixSocket.removeStale(at: address) == .absent)
         let again = try UnixSocket.makeSocket()
-        defer { close(again) }
         try UnixSocket.bind(again, to: address)  // the path is usable again
 
         let plain = dir + "/plain"
@@ -259,12 +273,14 @@ import PortTestSupport
     }
 
     @Test func bufferSizes() throws {
-        let (a, b) = try UnixSocket.makePair()
-        defer { close(a); close(b) }
+        let pair = try UnixSocket.makePair()
+        let a = pair.first
         try UnixSocket.setSendBufferSize(a, 65_536)
-        #expect(try UnixSocket.sendBufferSize(a) == 131_072)  // the kernel doubles it (socket(7))
+        let sendBuffer = try UnixSocket.sendBufferSize(a)
+        #expect(sendBuffer == 131_072)  // the kernel doubles it (socket(7))
         try UnixSocket.setReceiveBufferSize(a, 65_536)
-        #expect(try UnixSocket.receiveBufferSize(a) == 131_072)
+        let receiveBuffer = try UnixSocket.receiveBufferSize(a)
+        #expect(receiveBuffer == 131_072)
     }
 }
 

@@ -87,20 +87,19 @@ package final class TemporaryDirectory {
 /// The test's own NOTIFY_SOCKET.
 package final class NotifySocket {
     package let name: String
-    private let fd: Int32
+    private let socket: SharedDescriptor
     private var buffer = [UInt8](repeating: 0, count: 4096)
     /// Every datagram received so far, in order.
     package private(set) var received: [String] = []
 
     package init() throws {
         name = "portd-test-notify-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
-        fd = try LocalSocket.make(.datagram)
-        try LocalSocket.bind(fd, abstractName: name)
+        socket = SharedDescriptor(try LocalSocket.make(.datagram))
+        try LocalSocket.bind(socket.descriptor, abstractName: name)
     }
 
     deinit {
-        LocalSocket.close(fd)
-        store.values.forEach(LocalSocket.close)
+        store.values.forEach { close($0) }
     }
 
     /// The value for NOTIFY_SOCKET.
@@ -118,11 +117,15 @@ package final class NotifySocket {
             }
             let left = deadline - MonotonicInstant.now()
             if left <= .zero { return nil }
-            var entries: [(fd: Int32, events: Poll.Events)] = [(fd, .readable)]
-            if let sender { entries.append((sender.exitEvent, .readable)) }
-            let ready = try Poll.wait(entries, timeout: left)
+            guard let sender else {
+                _ = try Poll.wait(socket.descriptor, for: .readable, timeout: left)
+                continue
+            }
+            let (datagram, exit) = try OwnedDescriptor.lending(sender.exitEvent) { (exitEvent) throws(SystemCallError) in
+                try Poll.wait(socket.descriptor, for: .readable, exitEvent, for: .readable, timeout: left)
+            }
             // A datagram sent just before the exit is still read first.
-            if ready[0].isEmpty && ready.count > 1 && !ready[1].isEmpty { return nil }
+            if datagram.isEmpty && !exit.isEmpty { return nil }
         }
     }
 
@@ -145,14 +148,14 @@ package final class NotifySocket {
     }
 
     /// The socket, for a test that watches it from a run loop.
-    package var descriptor: Int32 { fd }
+    package var descriptor: SharedDescriptor { socket }
 
     /// One datagram already queued, or nil, as it came: the caller owns its
     /// descriptors (nothing goes into `store`).
     package func receiveDatagram() throws -> Datagram? {
         let control = ControlMessage.Buffer(descriptors: 16, credentials: true)
         let result = try buffer.withUnsafeMutableBytes { data throws(SystemCallError) in
-            try UnixSocket.receive(fd, into: data, control: control)
+            try UnixSocket.receive(socket.descriptor, into: data, control: control)
         }
         switch result {
         case .wouldBlock, .connectionReset:
@@ -160,14 +163,14 @@ package final class NotifySocket {
         case .endOfStream:
             return Datagram(text: "", descriptors: [])  // an empty datagram
         case .record(let record):
-            var descriptors = [Int32](repeating: -1, count: 16)
-            let parsed = descriptors.withUnsafeMutableBufferPointer { out in
-                ControlMessage.parse(control, length: record.controlLength, truncated: record.controlTruncated, descriptors: out)
-            }
+            var received = OwnedDescriptors(capacity: 16)
+            let parsed = ControlMessage.parse(
+                control, length: record.controlLength, truncated: record.controlTruncated, into: &received)
             #expect(!parsed.truncated && parsed.unexpected == 0)
+            var descriptors: [Int32] = []  // the caller's from here
+            for i in 0..<received.count { descriptors.append(received.take(at: i).take()) }
             return Datagram(
-                text: String(decoding: buffer[..<record.byteCount], as: UTF8.self),
-                descriptors: Array(descriptors[..<parsed.descriptorCount]))
+                text: String(decoding: buffer[..<record.byteCount], as: UTF8.self), descriptors: descriptors)
         }
     }
 
@@ -178,7 +181,7 @@ package final class NotifySocket {
             if let datagram = try receiveDatagram() { return datagram }
             let left = deadline - MonotonicInstant.now()
             if left <= .zero { return nil }
-            if try LocalSocket.wait(fd, for: .readable, timeout: left).isEmpty { return nil }
+            if try LocalSocket.wait(socket.descriptor, for: .readable, timeout: left).isEmpty { return nil }
         }
     }
 
@@ -189,10 +192,10 @@ package final class NotifySocket {
         let lines = datagram.lines
         let fdName = lines.first { $0.hasPrefix("FDNAME=") }.map { String($0.dropFirst("FDNAME=".count)) } ?? "stored"
         if lines.contains("FDSTORE=1"), datagram.descriptors.count == 1 {
-            if let old = store.updateValue(datagram.descriptors[0], forKey: fdName) { LocalSocket.close(old) }
+            if let old = store.updateValue(datagram.descriptors[0], forKey: fdName) { close(old) }
         } else {
-            datagram.descriptors.forEach(LocalSocket.close)
-            if lines.contains("FDSTOREREMOVE=1"), let old = store.removeValue(forKey: fdName) { LocalSocket.close(old) }
+            datagram.descriptors.forEach { close($0) }
+            if lines.contains("FDSTOREREMOVE=1"), let old = store.removeValue(forKey: fdName) { close(old) }
         }
         return datagram.text
     }
@@ -266,9 +269,14 @@ package final class ChildProcess: @unchecked Sendable {
         }
         // PortCore's one spawn wrapper: a clean signal state, the pipes as 0, 1, 2.
         let spawned = Result { () throws(SystemCallError) -> Int32 in
-            try Spawn.start(
+            // The numbers stay the harness's: each is lent for the copy the child gets.
+            var descriptors = Spawn.Descriptors(capacity: 3 + passing.count)
+            for (child, ours) in [0: stdinFD, 1: outPipe[1], 2: errPipe[1]].merging(passing, uniquingKeysWith: { a, _ in a }) {
+                try OwnedDescriptor.lending(ours) { (d) throws(SystemCallError) in try descriptors.insert(copyOf: d, as: child) }
+            }
+            return try Spawn.start(
                 [executable] + arguments, environment: environment.map { "\($0.key)=\($0.value)" },
-                descriptors: [0: stdinFD, 1: outPipe[1], 2: errPipe[1]].merging(passing) { a, _ in a })
+                descriptors: descriptors)
         }
         close(outPipe[1])
         close(errPipe[1])
@@ -300,7 +308,7 @@ package final class ChildProcess: @unchecked Sendable {
         pid = child
         outputFD = outPipe[0]
         errorFD = errPipe[0]
-        exitEvent = try EventFD.create()
+        exitEvent = try EventFD.create().take()  // the harness's; closed in deinit
         let exitEvent = self.exitEvent
 
         let reaped = child
@@ -311,7 +319,7 @@ package final class ChildProcess: @unchecked Sendable {
             let code = status & 0x7f != 0 ? 128 + (status & 0x7f) : (status >> 8) & 0xff
             lock.withLock { exitStatus = code }
             exited.signal()
-            try? EventFD.signal(exitEvent)
+            try? OwnedDescriptor.lending(exitEvent) { (d) throws(SystemCallError) in try EventFD.signal(d) }
         }
         reaper.start()
     }
@@ -368,7 +376,7 @@ package final class ChildProcess: @unchecked Sendable {
         var chunk = [UInt8](repeating: 0, count: 4096)
         while !seen.contains(text) {
             let left = deadline - MonotonicInstant.now()
-            if try left <= .zero || LocalSocket.wait(outputFD, for: .readable, timeout: left).isEmpty {
+            if try left <= .zero || Self.wait(outputFD, timeout: left).isEmpty {
                 throw HarnessError.timedOut("\"\(text)\" on standard output (got \(seen))")
             }
             let n = read(outputFD, &chunk, chunk.count)
@@ -385,6 +393,11 @@ package final class ChildProcess: @unchecked Sendable {
             if collectedError == nil { collectedError = errorPrefix + Self.readToEnd(errorFD) }
             return collectedError!
         }
+    }
+
+    /// Waits until the harness's descriptor `fd` is readable (LocalSocket.wait).
+    private static func wait(_ fd: Int32, timeout: Duration) throws(SystemCallError) -> Poll.Events {
+        try OwnedDescriptor.lending(fd) { (d) throws(SystemCallError) in try LocalSocket.wait(d, for: .readable, timeout: timeout) }
     }
 
     private static func readToEnd(_ fd: Int32) -> String {
@@ -407,7 +420,7 @@ package final class ChildProcess: @unchecked Sendable {
         var chunk = [UInt8](repeating: 0, count: 1024)
         while !seen.contains(text) {
             let left = deadline - MonotonicInstant.now()
-            if try left <= .zero || LocalSocket.wait(errorFD, for: .readable, timeout: left).isEmpty {
+            if try left <= .zero || Self.wait(errorFD, timeout: left).isEmpty {
                 throw HarnessError.timedOut("\"\(text)\" on standard error (got \(seen))")
             }
             let n = read(errorFD, &chunk, chunk.count)

@@ -55,11 +55,11 @@ package final class LoopThread: @unchecked Sendable {
 
 /// An eventfd to stand for a port: `makeReady()` makes it readable.
 package final class ReadyFD: Sendable {
-    package let fd: Int32
-    package init() throws { fd = try EventFD.create() }
-    deinit { SystemCall.close(fd) }
-    package func makeReady() { try! EventFD.signal(fd) }
-    @discardableResult package func drain() -> Bool { try! EventFD.drain(fd) }
+    /// Shared with the sources that watch it.
+    package let fd: SharedDescriptor
+    package init() throws { fd = SharedDescriptor(try EventFD.create()) }
+    package func makeReady() { try! EventFD.signal(fd.descriptor) }
+    @discardableResult package func drain() -> Bool { try! EventFD.drain(fd.descriptor) }
 }
 
 /// Records every activity of `mode` under `name`.

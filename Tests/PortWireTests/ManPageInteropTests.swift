@@ -48,7 +48,6 @@ import PortTestSupport
     @Test func exchangeWithPythonOverASocket() throws {
         let address = try UnixSocketAddress(abstract: "portd-interop-\(getpid())-\(UInt64.random(in: 0...UInt64.max))")
         let listener = try UnixSocket.makeSocket()
-        defer { close(listener) }
         try UnixSocket.bind(listener, to: address)
         // Set before anyone connects: accepted sockets inherit it, so the
         // very first record carries SCM_CREDENTIALS.
@@ -58,25 +57,27 @@ import PortTestSupport
         let child = try ChildProcess(executable: "python3", arguments: [Self.script, "connect", address.description])
         defer { if child.isRunning { child.signal(SIGKILL) } }
 
-        try #require(waitReadable(listener), "python did not connect")
-        let connection = try #require(try UnixSocket.accept(listener))
-        defer { close(connection) }
-        try #require(waitReadable(connection), "python sent nothing")
+        try #require(waitReadable(listener.rawValue), "python did not connect")
+        guard let connection = try UnixSocket.accept(listener) else {
+            Issue.record("nothing to accept")
+            return
+        }
+        try #require(waitReadable(connection.rawValue), "python sent nothing")
 
         let t = TestWireTransport()
         let m = try t.receive(connection)
         // The kernel's word for who sent it: the child itself.
         #expect(m.credentials == Credentials(pid: child.pid, uid: getuid(), gid: getgid()))
         #expect(m.msgid == 7)
-        let reply = try #require(m.replyPort)
-        defer { close(reply) }
+        let reply = OwnedDescriptor(adopting: try #require(m.replyPort))
         try #require(m.components.count == 3)
         #expect(m.components[0] == .data(Array("hello from python".utf8)))
-        guard case .port(let port) = m.components[1], case .largeData(let memfd, let length) = m.components[2] else {
+        guard case .port(let portNumber) = m.components[1], case .largeData(let memfdNumber, let length) = m.components[2] else {
             Issue.record("components \(m.components)")
             return
         }
-        defer { close(port); close(memfd) }
+        let port = OwnedDescriptor(adopting: portNumber)
+        let memfd = OwnedDescriptor(adopting: memfdNumber)
 
         // The large component: sealed by the script as the page says, mapped here.
         #expect(length == 100_000)
@@ -90,7 +91,7 @@ import PortTestSupport
         // with its own port handed back.
         #expect(try t.send(port, msgid: 9, components: [.data(Array("via your port".utf8))]) == .sent(12 + 8 + 13))
         #expect(
-            try t.send(reply, msgid: 8, components: [.data(Array("reply:hello from python".utf8)), .port(port)])
+            try t.send(reply, msgid: 8, components: [.data(Array("reply:hello from python".utf8)), .port(port.rawValue)])
                 == .sent(12 + 16 + 23))
 
         #expect(try child.waitForExit() == 0, "\(child.standardError)")

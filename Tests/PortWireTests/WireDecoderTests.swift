@@ -135,7 +135,7 @@ import PortTestSupport
     @Test func viewReadsInPlace() throws {
         try record.withUnsafeBytes { raw in
             try fds.withUnsafeBufferPointer { d in
-                let view = try WireDecoder.decode(raw, descriptors: d)
+                let view = try WireDecoder.decode(raw, descriptorCount: d.count)
                 var seen: [String] = []
                 for c in view.components {
                     switch c {
@@ -145,12 +145,12 @@ import PortTestSupport
                             #expect(s >= raw.baseAddress! && s + slice.count <= raw.baseAddress! + raw.count)
                         }
                         seen.append("data:" + String(decoding: slice, as: UTF8.self))
-                    case .port(let fd): seen.append("port:\(fd)")
-                    case .largeData(let fd, let n): seen.append("large:\(fd):\(n)")
+                    case .port(let i): seen.append("port:\(d[i])")
+                    case .largeData(let i, let n): seen.append("large:\(d[i]):\(n)")
                     }
                 }
                 #expect(seen == ["data:hi", "port:21", "data:", "large:22:65536"])
-                #expect(view.replyPort == 20)
+                #expect(view.replyPortDescriptorIndex.map { d[$0] } == 20)
                 #expect(view.componentCount == 4)
             }
         }

@@ -40,10 +40,9 @@ import Testing
             #expect(e == .init(byteCount: 12 + 16 + 3, descriptorCount: 1))
             #expect(fds[0] == 5)
             let view = try WireDecoder.decode(
-                UnsafeRawBufferPointer(rebasing: buffer[0..<e.byteCount]),
-                descriptors: UnsafeBufferPointer(rebasing: fds[0..<e.descriptorCount]))
+                UnsafeRawBufferPointer(rebasing: buffer[0..<e.byteCount]), descriptorCount: e.descriptorCount)
             #expect(view.msgid == msgid)
-            #expect(view.copyComponents() == components)
+            #expect(view.copyComponents(descriptors: UnsafeBufferPointer(rebasing: fds[0..<e.descriptorCount])) == components)
         }
     }
 

@@ -85,20 +85,19 @@ import PortActivation
         let path = "/tmp/portctl-activation-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
         defer { unlink(path) }
         let listening = try UnixSocket.makeSocket()
-        defer { close(listening) }
         try UnixSocket.bind(listening, to: UnixSocketAddress(path: path))
         try UnixSocket.listen(listening)
         // Something is already waiting in the backlog when the child starts.
         let client = try UnixSocket.makeSocket()
-        defer { close(client) }
         _ = try UnixSocket.connect(client, to: UnixSocketAddress(path: path))
         #expect(try LocalSocket.send(client, Array("hello".utf8)))
 
-        let (read, write) = try Pipe.make()
-        defer { close(read) }
+        let pipe = try Pipe.make()
+        let read = pipe.read
+        let write = pipe.write
         let saved = dup(1)
-        dup2(write, 1)  // the child's standard output is inherited from ours
-        close(write)
+        dup2(write.rawValue, 1)  // the child's standard output is inherited from ours
+        write.close()
         let ended = try SocketActivation.run(
             ["python3", "-c", Self.child, "arg", "4"], listening: listening, name: "svc", extraEnvironment: ["EXTRA=yes"])
         dup2(saved, 1)
@@ -118,12 +117,11 @@ import PortActivation
 
     @Test func aMissingProgramIs127() throws {
         let listening = try UnixSocket.makeSocket()
-        defer { close(listening) }
-        let (read, write) = try Pipe.make()
-        defer { close(read) }
+        let pipe = try Pipe.make()
+        let write = pipe.write
         let saved = dup(2)
-        dup2(write, 2)  // keep the shell's "not found" out of the test log
-        close(write)
+        dup2(write.rawValue, 2)  // keep the shell's "not found" out of the test log
+        write.close()
         let ended = try SocketActivation.run(["/nonexistent/portctl-test"], listening: listening, name: "n")
         dup2(saved, 2)
         close(saved)

@@ -24,8 +24,9 @@ import PortTestSupport
         listener.close()
         #expect(!exists(location.path), "the file goes with the listener")
         // The descriptor still listens: whoever took it closes it.
-        #expect(try FileSystem.status(ofDescriptor: fd).kind == .socket)
-        LocalSocket.close(fd)
+        let status = try FileSystem.status(ofDescriptor: fd)
+        #expect(status.kind == .socket)
+        fd.close()
     }
 
     @Test func listenerRemovesOnlyTheFileItCreated() throws {
@@ -35,8 +36,7 @@ import PortTestSupport
         let listener = try ControlListener.bind(at: DaemonSocketLocation(path: path, origin: .option), userID: getuid())
         // Someone replaces the file behind its back (e.g. an operator's rm and a new daemon).
         try FileSystem.remove(path)
-        let other = try LocalSocket.make(.seqPacket)
-        defer { LocalSocket.close(other) }
+        let other = try LocalSocket.make(.seqPacket)  // open to the end
         try LocalSocket.bind(other, path: path)
         listener.close()
         listener.close()  // idempotent

@@ -88,7 +88,7 @@ import PortTestSupport
         // What a crashed daemon leaves: a bound socket file nobody listens on.
         let fd = try LocalSocket.make(.seqPacket)
         try LocalSocket.bind(fd, path: socket)
-        LocalSocket.close(fd)
+        fd.close()
         #expect(exists(socket))
         #expect(try runPortctl(["status", "--socket", socket]).status == 69)
 
@@ -122,8 +122,7 @@ import PortTestSupport
         let dir = try TemporaryDirectory()
         let socket = dir.appending("portd.sock")
         // Listens (so connect succeeds through the backlog) but never answers.
-        let fd = try LocalSocket.make(.seqPacket)
-        defer { LocalSocket.close(fd) }
+        let fd = try LocalSocket.make(.seqPacket)  // open to the end
         try LocalSocket.bind(fd, path: socket)
         try UnixSocket.listen(fd)
         let result = try runPortctl(["status", "--socket", socket, "--timeout", "0.2"])

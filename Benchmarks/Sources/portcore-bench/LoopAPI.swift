@@ -73,7 +73,7 @@ enum LoopAPI {
     static func addPortSource(
         to loop: Loop, fileDescriptor: Int32, onReadable: @escaping @Sendable () -> Void
     ) -> PortSourceHandle {
-        let source = PortSource(fileDescriptor: fileDescriptor, closesOnInvalidate: true) { _ in onReadable() }
+        let source = PortSource(descriptor: OwnedDescriptor(adopting: fileDescriptor)) { _ in onReadable() }
         try! loop.add(source, forMode: .default)
         return source
     }

@@ -45,16 +45,18 @@ struct Register: ParsableCommand {
     func execute() throws(Failure) {
         let server = try connection.connect()
         let port = try ownership.take(name, on: server, connection: connection, output: output)
-        guard let descriptor = port.listeningDescriptor else {
-            throw Failure(.protocolError, "portd passed no listening socket for \(name)")
-        }
         // The child talks to the same portd as we do.
         let extra = ["\(DaemonPaths.socketVariable)=\(server.socketPath)"]
-        let ended: Spawn.Termination
+        let outcome: Spawn.Termination?
         do {
-            ended = try SocketActivation.run(command, listening: descriptor, name: name, extraEnvironment: extra)
+            outcome = try port.withReceiveRight { (listening) throws(SystemCallError) in
+                try SocketActivation.run(command, listening: listening, name: name, extraEnvironment: extra)
+            }
         } catch {
             throw Failure(.failure, "cannot run \(command[0]): \(error)")
+        }
+        guard let ended = outcome else {
+            throw Failure(.protocolError, "portd passed no listening socket for \(name)")
         }
         withExtendedLifetime(port) {}
         server.invalidate()  // releases the name now, before we exit

@@ -17,7 +17,9 @@ enum LogDestination: Equatable {
 
     /// The destination for this process.
     static func detect() -> LogDestination {
-        let stderrStatus = try? FileSystem.status(ofDescriptor: StandardStream.error)
+        let stderrStatus = try? StandardStream.error.withDescriptor { (stream) throws(SystemCallError) in
+            try FileSystem.status(ofDescriptor: stream)
+        }
         return detect(
             journalStream: CurrentProcess.environment("JOURNAL_STREAM"),
             standardError: stderrStatus.map { ($0.device, $0.inode) })

@@ -12,8 +12,9 @@
 import PortCore
 
 protocol DeclaredPortStore {
-    /// Hands a copy of the listening socket of the declared port `name` to the store.
-    func store(declaredPort name: String, fileDescriptor: Int32) throws(SystemCallError) -> Bool
+    /// Hands a copy of the listening socket of the declared port `name` to
+    /// the store (the socket is lent; portd keeps its own).
+    func store(declaredPort name: String, fileDescriptor: borrowing OwnedDescriptor) throws(SystemCallError) -> Bool
     /// Drops the store's copy of `name`'s socket (the port is no longer declared).
     func remove(declaredPort name: String) throws(SystemCallError)
 }

@@ -17,11 +17,13 @@
 // systemd holds stays reachable at the same path.
 //
 // Invariants: the names are unique (a name declared twice is one port whose
-// check-in uids are the union); portd's descriptor is held by a SendRight
-// (which merely carries a descriptor) so that CHECKIN can put it in a reply
-// as is: sending passes a duplicate and portd keeps its own; every restored
-// socket handed to `reconcile` ends up either serving its port or closed
-// with its file removed.
+// check-in uids are the union); portd's descriptor is a SharedDescriptor,
+// held by the port's entry, by a SendRight (which merely carries it) so
+// that CHECKIN can put it in a reply as is (sending passes a duplicate and
+// portd keeps its own), and by the activator while it watches the port; it
+// closes when the last of them lets go. Every restored socket handed to
+// `reconcile` ends up either serving its port or closed with its file
+// removed.
 
 import PortCore
 
@@ -31,10 +33,10 @@ final class DeclaredPorts {
         /// Who may check in: these uids, and members of these gids.
         var checkInUIDs: Set<UInt32>
         var checkInGIDs: Set<UInt32>
-        /// Holds portd's listening descriptor.
+        /// Carries portd's listening socket in CHECKIN replies.
         let listening: SendRight
-        /// The same descriptor, for the file-descriptor store (owned by `listening`).
-        let descriptor: Int32
+        /// The same socket, for the file-descriptor store and the activator.
+        let descriptor: SharedDescriptor
         let file: PortSocketFile
         /// When the port came to be served by this portd, Unix ms.
         let sinceMilliseconds: UInt64
@@ -47,7 +49,7 @@ final class DeclaredPorts {
     /// A listening socket passed back by the service manager, already
     /// checked to be one of this directory's (PortDirectory.adopt).
     struct Restored {
-        let fileDescriptor: Int32
+        let fileDescriptor: SharedDescriptor
         let file: PortSocketFile
     }
 
@@ -103,8 +105,7 @@ final class DeclaredPorts {
         var unused = restored
         func discardUnused() {
             for (name, r) in unused.sorted(by: { $0.key < $1.key }) {
-                LocalSocket.close(r.fileDescriptor)
-                directory.remove(r.file)
+                directory.remove(r.file)  // the socket closes with `unused`
                 changes.discarded.append(name)
             }
             unused = [:]
@@ -128,7 +129,7 @@ final class DeclaredPorts {
                 changes.deferred.append(name)
                 continue
             }
-            let fd: Int32
+            let fd: SharedDescriptor
             let file: PortSocketFile
             let wasRestored: Bool
             if let r = unused.removeValue(forKey: name.value) {
@@ -143,7 +144,7 @@ final class DeclaredPorts {
                 wasRestored = false
             }
             ports[name] = Port(
-                name: name, checkInUIDs: u, checkInGIDs: g, listening: SendRight(adopting: fd), descriptor: fd,
+                name: name, checkInUIDs: u, checkInGIDs: g, listening: SendRight(sharing: fd), descriptor: fd,
                 file: file, sinceMilliseconds: now)
             changes.added.append(name)
             if wasRestored { changes.restored.append(name) }

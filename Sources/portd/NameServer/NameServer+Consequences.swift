@@ -72,14 +72,14 @@ extension NameServer {
             logger.warning("the next owner of \(name) left no port to tell; passing it on", metadata: metadata)
             return nil
         }
-        let socket: (fd: Int32, file: PortSocketFile)
+        let socket: (fd: SharedDescriptor, file: PortSocketFile)
         do {
             socket = try directory.makeListeningSocket()
         } catch {
             logger.error("cannot create a port socket for \(name): \(error)", metadata: metadata)
             return nil
         }
-        let message = PCPortMessage(notification: .acquired(name: name.value, listening: SendRight(adopting: socket.fd)))
+        let message = PCPortMessage(notification: .acquired(name: name.value, listening: SendRight(sharing: socket.fd)))
         if send(message, to: notifyPort, what: "NAME_ACQUIRED for \(name)") { return socket.file }
         directory.remove(socket.file)
         return nil

@@ -40,7 +40,7 @@ extension NameServer {
         if let refused = refusal(.register(name, declared: declared[name] != nil), c) { return refused }
         // The socket comes first, so that a registration never has to be
         // undone for lack of one; when the name is not granted it goes again.
-        let socket: (fd: Int32, file: PortSocketFile)
+        let socket: (fd: SharedDescriptor, file: PortSocketFile)
         do {
             socket = try directory.makeListeningSocket()
         } catch {
@@ -51,8 +51,7 @@ extension NameServer {
             name, client: c.client, credentials: c.sender, options: options, canQueue: notifyPort != nil,
             now: WallClock.unixMilliseconds(), handle: Handles.Owner(port: notifyPort))
         guard case .registered(let change) = outcome else {
-            LocalSocket.close(socket.fd)
-            directory.remove(socket.file)
+            directory.remove(socket.file)  // the socket closes on return
             switch outcome {
             case .queued(_, let position):
                 logger.debug("\(name) queued at position \(position)", metadata: c.who)
@@ -65,7 +64,7 @@ extension NameServer {
                 preconditionFailure("handled above")
             }
         }
-        let listening = SendRight(adopting: socket.fd)  // closes portd's copy once the reply is sent
+        let listening = SendRight(sharing: socket.fd)  // closes portd's copy once the reply is sent
         apply(change, requesterSocket: socket.file)  // tells a replaced owner first
         return reply(c.msgid, .registered(listening: listening))
     }
@@ -118,7 +117,7 @@ extension NameServer {
         }
         switch directory.connect(to: file) {
         case .connected(let fd):
-            return reply(msgid, .found(SendRight(adopting: fd), owner: .init(pid: owner.pid, uid: owner.uid)))
+            return reply(msgid, .found(SendRight(sharing: fd), owner: .init(pid: owner.pid, uid: owner.uid)))
         case .backlogFull:
             return refuse(
                 msgid, .limit, "the port \(name) accepts no more connections now (backlog full)", request: "LOOKUP",

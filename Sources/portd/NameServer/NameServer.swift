@@ -112,7 +112,7 @@ final class NameServer {
     /// `unitStarter` (nil: SystemctlUnitStarter, `--user` for a per-user
     /// instance; portd passes it, hosted tests take the default).
     init(
-        controlDescriptor: Int32, directory: PortDirectory, settings: NameServerSettings, logger: Logger,
+        controlDescriptor: consuming OwnedDescriptor, directory: PortDirectory, settings: NameServerSettings, logger: Logger,
         loop: PCRunLoop, mode: PCRunLoop.Mode = .default, startedAt: MonotonicInstant = .now(),
         restored: [String: DeclaredPorts.Restored] = [:], clearStored: Set<String> = [],
         store: DeclaredPortStore? = nil, unitStarter: (any UnitStarter)? = nil
@@ -125,12 +125,13 @@ final class NameServer {
         self.startedAt = startedAt
         self.registry = Registry(limits: settings.limits)
         self.refusalLog = RefusalLog(logger: logger, clock: loop.clock)
+        let controlSocketPath = (try? UnixSocket.boundPath(controlDescriptor)).flatMap { $0 } ?? ""
         self.port = try PCPort(
-            adoptingListeningDescriptor: controlDescriptor, limits: Self.controlPortLimits, logger: logger)
+            listeningDescriptor: controlDescriptor, limits: Self.controlPortLimits, logger: logger)
         self.store = store
         self.activator = PortActivator(
             loop: loop, mode: mode, logger: logger,
-            controlSocketPath: (try? UnixSocket.boundPath(controlDescriptor)).flatMap { $0 } ?? "",
+            controlSocketPath: controlSocketPath,
             unitStarter: unitStarter ?? SystemctlUnitStarter(userInstance: settings.onlyUID != nil))
         self.declared = DeclaredPorts(in: directory)
         // Entries of the store that were bad or extra go first; the socket
@@ -164,7 +165,7 @@ final class NameServer {
 
     /// Hands the declared ports with Exec= or Unit= to the activator.
     private func configureActivation() {
-        var ports: [PortName: (descriptor: Int32, starter: PortActivator.Starter)] = [:]
+        var ports: [PortName: (descriptor: SharedDescriptor, starter: PortActivator.Starter)] = [:]
         for d in settings.declaredPorts {
             guard let starter = d.activation, let port = declared[d.name] else { continue }
             ports[d.name] = (port.descriptor, starter)
@@ -217,7 +218,7 @@ final class NameServer {
             logger.info("declared port \(name) at \(d.file.path)\(how)", metadata: ["name": "\(name)"])
             guard let store else { continue }
             do {
-                if try store.store(declaredPort: name.value, fileDescriptor: d.descriptor) { declared.markStored(name) }
+                if try store.store(declaredPort: name.value, fileDescriptor: d.descriptor.descriptor) { declared.markStored(name) }
             } catch {
                 logger.warning(
                     "cannot hand the socket of \(name) to the file-descriptor store; messages waiting in it are lost if portd restarts: \(error)",

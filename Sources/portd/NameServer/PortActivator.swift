@@ -65,8 +65,8 @@ final class PortActivator {
 
     private struct Entry {
         var starter: Starter
-        /// portd's listening descriptor (owned by DeclaredPorts).
-        let descriptor: Int32
+        /// portd's listening socket (shared with DeclaredPorts).
+        let descriptor: SharedDescriptor
         var watch: PortSource?
         var child: Child?
         /// Control connections that checked in for the port and are open.
@@ -108,8 +108,8 @@ final class PortActivator {
     /// Follows the declared ports: `ports` maps each port with Exec= or
     /// Unit= to its listening descriptor and starter. Ports not listed stop
     /// being watched.
-    func configure(_ ports: [PortName: (descriptor: Int32, starter: Starter)]) {
-        for name in entries.keys where ports[name] == nil || ports[name]!.descriptor != entries[name]!.descriptor {
+    func configure(_ ports: [PortName: (descriptor: SharedDescriptor, starter: Starter)]) {
+        for name in entries.keys where ports[name] == nil || ports[name]!.descriptor !== entries[name]!.descriptor {
             drop(name)
         }
         for (name, port) in ports.sorted(by: { $0.key < $1.key }) {
@@ -194,8 +194,8 @@ final class PortActivator {
         entries[name] = e
     }
 
-    private func startWatching(_ name: PortName, descriptor: Int32) -> PortSource? {
-        let source = PortSource(fileDescriptor: descriptor, closesOnInvalidate: false) { [unowned self] _ in
+    private func startWatching(_ name: PortName, descriptor: SharedDescriptor) -> PortSource? {
+        let source = PortSource(sharing: descriptor) { [unowned self] _ in
             self.connectionWaits(name)
         }
         do {
@@ -247,13 +247,13 @@ final class PortActivator {
     /// Spawns `command` with `listening` passed the way socket activation
     /// does (SocketActivationLaunch.start). The socket stays non-blocking: its file
     /// description is shared with portd and with services that check in.
-    private func start(_ command: [String], listening: Int32, name: PortName) throws(SystemCallError) -> Int32 {
-        try SocketActivationLaunch.start(command, listening: listening, name: name.value, environment: environment(for: name))
+    private func start(_ command: [String], listening: SharedDescriptor, name: PortName) throws(SystemCallError) -> Int32 {
+        try SocketActivationLaunch.start(
+            command, listening: listening.descriptor, name: name.value, environment: environment(for: name))
     }
 
     private func watchExit(of pid: Int32, name: PortName) throws(SystemCallError) -> Child {
-        let descriptor = try Spawn.exitDescriptor(pid)
-        let source = PortSource(fileDescriptor: descriptor, closesOnInvalidate: true) { [unowned self] source in
+        let source = PortSource(descriptor: try Spawn.exitDescriptor(pid)) { [unowned self] source in
             source.invalidate()
             self.childExited(pid, name: name)
         }

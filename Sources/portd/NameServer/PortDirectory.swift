@@ -36,8 +36,9 @@ final class PortDirectory {
         case notPrivate(path: String, reason: String)
         case pathTooLong(path: String)
         case system(SystemCallError)
-        /// A socket passed back at start that is not one of this directory's.
-        case notAdoptable(fd: Int32, reason: String)
+        /// A socket passed back at start that is not one of this
+        /// directory's (`descriptor`: its number, for the message).
+        case notAdoptable(descriptor: String, reason: String)
 
         var description: String {
             switch self {
@@ -55,7 +56,8 @@ final class PortDirectory {
 
     /// How a connection attempt ended.
     enum Connection {
-        case connected(Int32)
+        /// A new connection, owned by portd until a reply carries it.
+        case connected(SharedDescriptor)
         /// The listener's backlog is full: its owner does not accept.
         case backlogFull
         /// Nobody listens there any more (the owner closed its receive right).
@@ -131,21 +133,21 @@ final class PortDirectory {
     /// The file name of a declared port's socket that `fd` is bound to,
     /// if it is a listening socket of this directory: the check before
     /// `prepare(keeping:)` and `adopt`. Throws why not.
-    static func declaredFileName(of fd: Int32, inDirectory path: String) throws(Problem) -> String {
+    static func declaredFileName(of fd: borrowing OwnedDescriptor, inDirectory path: String) throws(Problem) -> String {
         let bound: String?
         do {
             bound = try UnixSocket.boundPath(fd)
         } catch {
-            throw .notAdoptable(fd: fd, reason: "\(error)")
+            throw .notAdoptable(descriptor: fd.description, reason: "\(error)")
         }
-        guard let bound else { throw .notAdoptable(fd: fd, reason: "it is not bound to a path") }
+        guard let bound else { throw .notAdoptable(descriptor: fd.description, reason: "it is not bound to a path") }
         let prefix = path + "/"
         guard bound.hasPrefix(prefix) else {
-            throw .notAdoptable(fd: fd, reason: "it is bound to \(bound), outside \(path)")
+            throw .notAdoptable(descriptor: fd.description, reason: "it is bound to \(bound), outside \(path)")
         }
         let name = String(bound.dropFirst(prefix.count))
         guard name.first == "d", fileNumber(name) != nil else {
-            throw .notAdoptable(fd: fd, reason: "\(bound) is not a declared port's socket file")
+            throw .notAdoptable(descriptor: fd.description, reason: "\(bound) is not a declared port's socket file")
         }
         return name
     }
@@ -154,16 +156,16 @@ final class PortDirectory {
     /// (named by `declaredFileName(of:inDirectory:)` and kept by `prepare`).
     /// Throws when the file is gone or is not a socket: the socket would
     /// be unreachable.
-    func adopt(fileName name: String, fd: Int32) throws(Problem) -> PortSocketFile {
+    func adopt(fileName name: String, fd: borrowing OwnedDescriptor) throws(Problem) -> PortSocketFile {
         let filePath = "\(path)/\(name)"
         let entry: FileStatus?
         do {
             entry = try FileSystem.status(ofPath: filePath)
         } catch {
-            throw .notAdoptable(fd: fd, reason: "\(error)")
+            throw .notAdoptable(descriptor: fd.description, reason: "\(error)")
         }
         guard let entry, entry.kind == .socket else {
-            throw .notAdoptable(fd: fd, reason: "its file \(filePath) is gone")
+            throw .notAdoptable(descriptor: fd.description, reason: "its file \(filePath) is gone")
         }
         return PortSocketFile(path: filePath, entry: entry)
     }
@@ -175,8 +177,9 @@ final class PortDirectory {
     }
 
     /// A new listening socket bound to a new file: "p…" for a registered
-    /// name, "d…" for a declared port. The caller owns the descriptor.
-    func makeListeningSocket(declared: Bool = false) throws(SystemCallError) -> (fd: Int32, file: PortSocketFile) {
+    /// name, "d…" for a declared port. The caller holds the socket (it
+    /// closes with the last holder of `fd`).
+    func makeListeningSocket(declared: Bool = false) throws(SystemCallError) -> (fd: SharedDescriptor, file: PortSocketFile) {
         sequence += 1
         let filePath = "\(path)/\(declared ? "d" : "p")\(sequence)"
         let address: UnixSocketAddress
@@ -186,47 +189,39 @@ final class PortDirectory {
             // Checked in `prepare`; only a broken invariant gets here.
             preconditionFailure("\(filePath): \(error)")
         }
-        let fd = try UnixSocket.makeSocket()
-        do throws(SystemCallError) {
-            try UnixSocket.setPassCredentials(fd, true)
-            if try UnixSocket.removeStale(at: address) == .inUse {
-                throw SystemCallError(call: "bind(\(filePath))", errno: .addressInUse)
-            }
-            try UnixSocket.bind(fd, to: address)
-            try UnixSocket.listen(fd)
-            guard let entry = try FileSystem.status(ofPath: filePath) else {
-                throw SystemCallError(call: "lstat(\(filePath)) after bind", errno: .noSuchFileOrDirectory)
-            }
-            return (fd, PortSocketFile(path: filePath, entry: entry))
-        } catch {
-            LocalSocket.close(fd)
-            throw error
+        let fd = try UnixSocket.makeSocket()  // closed again on a failure
+        try UnixSocket.setPassCredentials(fd, true)
+        if try UnixSocket.removeStale(at: address) == .inUse {
+            throw SystemCallError(call: "bind(\(filePath))", errno: .addressInUse)
         }
+        try UnixSocket.bind(fd, to: address)
+        try UnixSocket.listen(fd)
+        guard let entry = try FileSystem.status(ofPath: filePath) else {
+            throw SystemCallError(call: "lstat(\(filePath)) after bind", errno: .noSuchFileOrDirectory)
+        }
+        return (SharedDescriptor(fd), PortSocketFile(path: filePath, entry: entry))
     }
 
     /// Connects a new socket to `file` without blocking: a send right to
-    /// the port listening there. The caller owns the descriptor.
+    /// the port listening there. The socket closes unless connected.
     func connect(to file: PortSocketFile) -> Connection {
-        let fd: Int32
+        let fd: OwnedDescriptor
         do {
             fd = try UnixSocket.makeSocket()
         } catch {
             return .failed(error)
         }
+        let outcome: UnixSocket.ConnectOutcome
         do {
-            switch try UnixSocket.connect(fd, to: UnixSocketAddress(path: file.path)) {
-            case .connected:
-                return .connected(fd)
-            case .wouldBlock:
-                LocalSocket.close(fd)
-                return .backlogFull
-            }
+            outcome = try UnixSocket.connect(fd, to: UnixSocketAddress(path: file.path))
         } catch let error as SystemCallError {
-            LocalSocket.close(fd)
             return error.errno == .connectionRefused || error.errno == .noSuchFileOrDirectory ? .refused : .failed(error)
         } catch {
-            LocalSocket.close(fd)
             preconditionFailure("\(file.path): \(error)")
+        }
+        switch outcome {
+        case .connected: return .connected(SharedDescriptor(fd))
+        case .wouldBlock: return .backlogFull
         }
     }
 

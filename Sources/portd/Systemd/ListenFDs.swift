@@ -10,6 +10,10 @@
 // socket unit without FileDescriptorName=, or systemd-socket-activate
 // without --fdname) is accepted too. Whatever is chosen must be a listening
 // AF_UNIX SOCK_SEQPACKET socket (sd_is_socket_unix(3)), or portd refuses it.
+// Until DaemonSetup adopts each (as an OwnedDescriptor, exactly once: the
+// control socket in ControlListener.adopt, the others where it checks them),
+// a passed descriptor is only a number with a name, so that sorting them
+// stays a pure function.
 
 import CSystemd
 import PortCore
@@ -55,7 +59,7 @@ enum ListenFDs {
 
     /// Whether `fd` is a listening AF_UNIX SOCK_SEQPACKET socket, as the
     /// kernel says (UnixSocket.kind); anything else, a non-socket included, is not.
-    static func isListeningSequentialPacketSocket(_ fd: Int32) -> Bool {
+    static func isListeningSequentialPacketSocket(_ fd: borrowing OwnedDescriptor) -> Bool {
         (try? UnixSocket.kind(of: fd)) == .sequentialPacket(listening: true)
     }
 }

@@ -19,8 +19,8 @@ extension SystemdNotifier {
     /// FDSTORE=1 with FDNAME=port/NAME for the listening socket of the
     /// declared port `name`. Returns whether a manager was told.
     @discardableResult
-    func storeDeclaredPort(named name: String, fileDescriptor: Int32) throws(SystemCallError) -> Bool {
-        try storeFileDescriptors([fileDescriptor], name: ListenFDs.fileDescriptorName(forDeclaredPort: name))
+    func storeDeclaredPort(named name: String, fileDescriptor: borrowing OwnedDescriptor) throws(SystemCallError) -> Bool {
+        try storeFileDescriptor(fileDescriptor, name: ListenFDs.fileDescriptorName(forDeclaredPort: name))
     }
 
     /// FDSTOREREMOVE=1 with FDNAME=port/NAME: the manager closes its copy of
@@ -33,7 +33,7 @@ extension SystemdNotifier {
 
 /// The name server's store of declared ports, under systemd.
 extension SystemdNotifier: DeclaredPortStore {
-    func store(declaredPort name: String, fileDescriptor: Int32) throws(SystemCallError) -> Bool {
+    func store(declaredPort name: String, fileDescriptor: borrowing OwnedDescriptor) throws(SystemCallError) -> Bool {
         try storeDeclaredPort(named: name, fileDescriptor: fileDescriptor)
     }
 

@@ -51,15 +51,15 @@ struct SystemdNotifier: Sendable {
         return try send(["RELOADING=1", "MONOTONIC_USEC=\(microseconds)"] + statusLine(status))
     }
 
-    /// FDSTORE=1 with FDNAME=: hands `descriptors` to the service manager to
-    /// keep across a restart (they come back through `ListenFDs`). The
-    /// corresponding C function is `sd_pid_notify_with_fds`.
+    /// FDSTORE=1 with FDNAME=: hands a copy of `descriptor` (lent: portd
+    /// keeps its own) to the service manager to keep across a restart (it
+    /// comes back through `ListenFDs`). The corresponding C function is
+    /// `sd_pid_notify_with_fds`.
     @discardableResult
-    func storeFileDescriptors(_ descriptors: [Int32], name: String) throws(SystemCallError) -> Bool {
+    func storeFileDescriptor(_ descriptor: borrowing OwnedDescriptor, name: String) throws(SystemCallError) -> Bool {
         let state = "FDSTORE=1\nFDNAME=\(Self.oneLine(name))"
-        let r = descriptors.withUnsafeBufferPointer { buffer in
-            sd_pid_notify_with_fds(0, 0, state, buffer.baseAddress, UInt32(buffer.count))
-        }
+        var number = descriptor.rawValue  // libsystemd sends a duplicate
+        let r = sd_pid_notify_with_fds(0, 0, state, &number, 1)
         return try Self.check(r, call: "sd_pid_notify_with_fds(FDSTORE)")
     }
 

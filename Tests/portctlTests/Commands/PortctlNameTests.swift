@@ -258,8 +258,7 @@ import PortTestSupport
         // As another user, in a directory only root may enter (mkdtemp: 0700).
         let dir = try TemporaryDirectory()
         let socket = dir.appending("portd.sock")
-        let fd = try UnixSocket.makeSocket()
-        defer { close(fd) }
+        let fd = try UnixSocket.makeSocket()  // open to the end
         try UnixSocket.bind(fd, to: UnixSocketAddress(path: socket))
         try UnixSocket.listen(fd)
         try #require(getuid() == 0, "this test drops privileges with setpriv: run as root")

@@ -265,7 +265,7 @@ private func name(_ s: String) -> PortName { try! PortName(validating: s) }
         // A socket file nobody listens on (its portd died) and a file that is not a socket.
         let stale = try UnixSocket.makeSocket()
         try UnixSocket.bind(stale, to: UnixSocketAddress(path: "\(ports)/p1"))
-        LocalSocket.close(stale)
+        stale.close()
         FileManager.default.createFile(atPath: "\(ports)/notes", contents: Data())
         let (_, removed) = try PortDirectory.prepare(path: ports, userID: getuid())
         #expect(removed == 1)

@@ -72,10 +72,9 @@ private func isBadRequest(_ r: Result<NameServerRequest, NameServerRequest.Refus
         let invalidUTF8 = NameServerRequest.parse(
             msgid: ID.owner, components: [.data([0xFF])], hasReplyPort: false, maximumBytes: 4096)
         #expect(invalidUTF8 == .failure(.badRequest("component 0 is not UTF-8")))
-        let (a, b) = try UnixSocket.makePair()
-        defer { LocalSocket.close(b) }
+        let pair = try UnixSocket.makePair()
         let withPort = NameServerRequest.parse(
-            msgid: ID.register, components: [.data(Array("svc".utf8)), .port(SendRight(adopting: a))],
+            msgid: ID.register, components: [.data(Array("svc".utf8)), .port(SendRight(descriptor: pair.first))],
             hasReplyPort: false, maximumBytes: 4096)
         #expect(isBadRequest(withPort))
     }

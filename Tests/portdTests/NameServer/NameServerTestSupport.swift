@@ -49,10 +49,20 @@ extension PCPortMessage {
 
 /// A descriptor of the test's own for the one `right` carries (a received
 /// listening socket, to make a PCPort of it).
-func duplicateDescriptor(of right: SendRight) throws -> Int32 {
-    let fd = fcntl(right.fd, F_DUPFD_CLOEXEC, 0)
-    if fd < 0 { throw HarnessError.unexpected("F_DUPFD_CLOEXEC failed") }
+func duplicateDescriptor(of right: SendRight) throws -> OwnedDescriptor {
+    guard let fd = try right.withDescriptor({ (d) throws(SystemCallError) in try Descriptor.duplicate(d) }) else {
+        throw HarnessError.unexpected("the right was invalidated")
+    }
     return fd
+}
+
+/// Carries an owned descriptor into a closure that runs elsewhere (a loop's
+/// perform), which takes it out once.
+final class DescriptorHandoff: @unchecked Sendable {
+    // Safe to share: set in init, taken once by the one closure that runs.
+    private var descriptor: OwnedDescriptor?
+    init(_ descriptor: consuming OwnedDescriptor) { self.descriptor = .some(descriptor) }
+    func take() -> OwnedDescriptor { descriptor.take()! }
 }
 
 // MARK: - Client
@@ -62,16 +72,11 @@ final class NameClient: Sendable {
     let right: SendRight
 
     init(socket path: String) throws {
-        let fd = try UnixSocket.makeSocket()
-        do {
-            guard try UnixSocket.connect(fd, to: UnixSocketAddress(path: path)) == .connected else {
-                throw HarnessError.unexpected("portd's backlog is full")
-            }
-        } catch {
-            LocalSocket.close(fd)
-            throw error
+        let fd = try UnixSocket.makeSocket()  // closed on a failure
+        guard try UnixSocket.connect(fd, to: UnixSocketAddress(path: path)) == .connected else {
+            throw HarnessError.unexpected("portd's backlog is full")
         }
-        right = SendRight(adopting: fd)
+        right = SendRight(descriptor: fd)
     }
 
     /// Sends a request and returns the reply; throws when none came.
@@ -164,7 +169,7 @@ final class Inbox: @unchecked Sendable {
 
     /// An anonymous port, or the port of a received listening socket.
     init(on loop: TestLoop, listening: SendRight? = nil) throws {
-        port = try listening.map { try PCPort(adoptingListeningDescriptor: try duplicateDescriptor(of: $0)) } ?? PCPort()
+        port = try listening.map { try PCPort(listeningDescriptor: try duplicateDescriptor(of: $0)) } ?? PCPort()
         port.setHandler { [weak self] message in
             self?.received.withLock { $0.append(message) }
             self?.arrived.signal()
@@ -251,13 +256,13 @@ final class HostedNameServer: @unchecked Sendable {
         ).0
         let slot = Slot(directory: portDirectory, settings: settings)
         self.slot = slot
-        let descriptor = listener.handOverDescriptor()
+        let descriptor = DescriptorHandoff(listener.handOverDescriptor())
         let loop = thread.loop!
         let logger = log.logger
         loop.perform(inModes: [.default], waitUntilDone: true) {
             do {
                 let s = try NameServer(
-                    controlDescriptor: descriptor, directory: slot.directory, settings: slot.settings, logger: logger,
+                    controlDescriptor: descriptor.take(), directory: slot.directory, settings: slot.settings, logger: logger,
                     loop: loop)
                 try s.start()
                 slot.server = s

@@ -93,8 +93,9 @@ import PortTestSupport
         let impostor = try LocalSocket.make(.seqPacket)
         try LocalSocket.bind(impostor, path: dir.appending("impostor.sock"))
         try UnixSocket.listen(impostor)
-        store = [("port/svc.kept", impostor)] + store + [("port/svc.foreign", foreign)]
-        defer { store.forEach { LocalSocket.close($0.fd) } }
+        // The test's numbers from here (the harness's store is raw numbers).
+        store = [("port/svc.kept", impostor.take())] + store + [("port/svc.foreign", foreign.take())]
+        defer { store.forEach { close($0.fd) } }
 
         let second = try DaemonProcess.started(socket: socket, arguments: ["--config", config], passing: store)
         #expect(second.notify.received.contains("FDSTOREREMOVE=1\nFDNAME=port/svc.gone"), "\(second.notify.received)")

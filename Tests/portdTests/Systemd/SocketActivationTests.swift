@@ -74,8 +74,7 @@ struct SocketActivationTests {
         try child.waitForStandardError(containing: "Listening on \(socket)")
 
         // Trigger the exec with a stream connection; portd must refuse and exit 1.
-        let fd = try LocalSocket.make(.stream, nonBlocking: false)
-        defer { LocalSocket.close(fd) }
+        let fd = try LocalSocket.make(.stream, nonBlocking: false)  // open to the end
         _ = try LocalSocket.connect(fd, path: socket)
         #expect(try child.waitForExit() == 1)
         #expect(child.standardError.contains("is not a listening AF_UNIX SOCK_SEQPACKET socket"))

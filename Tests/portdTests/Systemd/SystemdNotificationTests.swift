@@ -36,12 +36,12 @@ private func withEnvironment<T>(_ values: [String: String?], _ body: () throws -
 }
 
 /// A listening SOCK_SEQPACKET socket at a path in `dir`.
-private func listeningSocket(in dir: TemporaryDirectory, _ name: String) throws -> (fd: Int32, path: String) {
+private func listeningSocket(in dir: TemporaryDirectory, _ name: String) throws -> (fd: SharedDescriptor, path: String) {
     let path = dir.appending(name)
     let fd = try LocalSocket.make(.seqPacket)
     try LocalSocket.bind(fd, path: path)
     try UnixSocket.listen(fd)
-    return (fd, path)
+    return (SharedDescriptor(fd), path)
 }
 
 @Suite(.serialized) struct SystemdNotificationTests {
@@ -79,7 +79,7 @@ private func listeningSocket(in dir: TemporaryDirectory, _ name: String) throws 
             // The loop that sends the pings also receives them: the pings are
             // proof that the loop turns, which is the point of the watchdog.
             var arrivals: [MonotonicInstant] = []
-            let source = PortSource(fileDescriptor: receiver.descriptor) { _ in
+            let source = PortSource(sharing: receiver.descriptor) { _ in
                 while let datagram = try? receiver.receiveDatagram() {
                     #expect(datagram.text == "WATCHDOG=1")
                     arrivals.append(.now())
@@ -132,35 +132,33 @@ private func listeningSocket(in dir: TemporaryDirectory, _ name: String) throws 
         let dir = try TemporaryDirectory()
         let spooler = try listeningSocket(in: dir, "spooler.sock")
         let notes = try listeningSocket(in: dir, "notes.sock")
-        defer {
-            LocalSocket.close(spooler.fd)
-            LocalSocket.close(notes.fd)
-        }
         try withEnvironment(["NOTIFY_SOCKET": receiver.address]) {
             let notifier = SystemdNotifier()
-            #expect(try notifier.storeDeclaredPort(named: "org.example.spooler", fileDescriptor: spooler.fd))
-            #expect(try notifier.storeDeclaredPort(named: "me.notes", fileDescriptor: notes.fd))
+            let storedSpooler = try notifier.storeDeclaredPort(named: "org.example.spooler", fileDescriptor: spooler.fd.descriptor)
+            let storedNotes = try notifier.storeDeclaredPort(named: "me.notes", fileDescriptor: notes.fd.descriptor)
+            #expect(storedSpooler && storedNotes)
 
             for (port, socket) in [("org.example.spooler", spooler), ("me.notes", notes)] {
                 let datagram = try #require(try receiver.nextDatagram())
-                defer { datagram.descriptors.forEach(LocalSocket.close) }
                 #expect(datagram.lines == ["FDSTORE=1", "FDNAME=port/\(port)"])
                 try #require(datagram.descriptors.count == 1)
-                let stored = datagram.descriptors[0]
-                #expect(stored != socket.fd)
-                let original = try FileSystem.status(ofDescriptor: socket.fd)
+                #expect(datagram.descriptors[0] != socket.fd.descriptor.rawValue)
+                let stored = OwnedDescriptor(adopting: datagram.descriptors[0])  // closed at the end of the pass
+                let original = try FileSystem.status(ofDescriptor: socket.fd.descriptor)
                 let received = try FileSystem.status(ofDescriptor: stored)
                 #expect(received.kind == .socket)
                 #expect(received.inode == original.inode && received.device == original.device, "the same socket")
-                #expect(ListenFDs.isListeningSequentialPacketSocket(stored))
+                let listening = ListenFDs.isListeningSequentialPacketSocket(stored)
+                #expect(listening)
 
                 // And it is the same listening socket: a connection to the path is accepted on the copy.
                 let client = try LocalSocket.make(.seqPacket)
-                defer { LocalSocket.close(client) }
-                #expect(try LocalSocket.connect(client, path: socket.path) == .connected)
-                #expect(!(try LocalSocket.wait(stored, for: .readable, timeout: HarnessTimeout)).isEmpty)
-                let accepted = try #require(try LocalSocket.accept(stored))
-                LocalSocket.close(accepted)
+                let connected = try LocalSocket.connect(client, path: socket.path)
+                #expect(connected == .connected)
+                let ready = try LocalSocket.wait(stored, for: .readable, timeout: HarnessTimeout)
+                #expect(!ready.isEmpty)
+                let accepted = try LocalSocket.accept(stored) != nil
+                #expect(accepted)
             }
 
             #expect(try notifier.removeStoredDeclaredPort(named: "me.notes"))
@@ -187,7 +185,9 @@ private func listeningSocket(in dir: TemporaryDirectory, _ name: String) throws 
         try withEnvironment(["NOTIFY_SOCKET": nil]) {
             let notifier = SystemdNotifier()
             #expect(!notifier.isEnabled)
-            let stored = try notifier.storeDeclaredPort(named: "a", fileDescriptor: 0)
+            let stored = try StandardStream.input.withDescriptor { (input) throws(SystemCallError) in
+                try notifier.storeDeclaredPort(named: "a", fileDescriptor: input)
+            }
             let told = try notifier.status(SystemdStatus(socketPath: "/x"))
             #expect(!stored && !told)
             var errors = 0
