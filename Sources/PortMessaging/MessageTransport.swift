@@ -169,15 +169,24 @@ package final class MessageTransport {
             receiveBuffer = buffer
             receiveControl = control
         }
-        let outcome: UnixSocket.ReceiveOutcome
+        var outcome: UnixSocket.ReceiveOutcome
+        var reset = false
         do {
             outcome = try UnixSocket.receive(connection, into: buffer, control: control)
+            if case .connectionReset = outcome {
+                reset = true
+                // The peer closed with records of ours unread. Linux reports
+                // ECONNRESET once, before the records the peer sent us and
+                // left queued (a server's refusal of the connection, a
+                // last reply): read on, they come next, then end of stream.
+                outcome = try UnixSocket.receive(connection, into: buffer, control: control)
+            }
         } catch {
             throw .system(error)
         }
         let record: UnixSocket.ReceivedRecord
         switch outcome {
-        case .wouldBlock: return .wouldBlock
+        case .wouldBlock: return reset ? .closed : .wouldBlock
         case .endOfStream, .connectionReset: return .closed
         case .record(let r): record = r
         }

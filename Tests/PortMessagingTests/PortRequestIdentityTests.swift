@@ -142,4 +142,36 @@ private func stop(_ port: PCPort, _ thread: LoopThread) {
         #expect(handled.withLock { $0 } == 2)
         #expect(port.connectionCount == 1)
     }
+
+    /// A peer that answers and closes while a record of ours is still unread
+    /// in its queue: Linux reports ECONNRESET once, before the answer. The
+    /// answer is still read, on the request's send path (the send finds the
+    /// peer gone) and on its read path (the transport reading on).
+    @Test func aPartingRecordIsReadPastTheConnectionReset() throws {
+        let pair = try UnixSocket.makePair()
+        let client = SendRight(descriptor: pair.first)
+        let server = SendRight(descriptor: pair.second)
+        #expect(try server.send(PCPortMessage(msgid: 0, strings: ["refused"])) == .sent)
+        #expect(try client.send(PCPortMessage(msgid: 1)) == .sent)  // left unread
+        server.invalidate()
+        #expect(try client.request(PCPortMessage(msgid: 2), receiveTimeout: .seconds(20)).reply?.components.first?.string == "refused")
+
+        let again = try UnixSocket.makePair()
+        let reader = again.first
+        let writer = SendRight(descriptor: again.second)
+        #expect(try writer.send(PCPortMessage(msgid: 7, strings: ["last"])) == .sent)
+        let ours: [UInt8] = [0x70]
+        _ = try ours.withUnsafeBytes { bytes in try UnixSocket.send(reader, bytes) }  // left unread
+        writer.invalidate()
+        let transport = MessageTransport(limits: .default)
+        guard case .message(let m, _) = try transport.receive(on: reader) else {
+            Issue.record("the parting record was not read past ECONNRESET")
+            return
+        }
+        #expect(m.msgid == 7)
+        guard case .closed = try transport.receive(on: reader) else {
+            Issue.record("the connection did not end after the parting record")
+            return
+        }
+    }
 }
