@@ -24,7 +24,7 @@ package final class BackgroundLoop: Sendable {
     fileprivate final class Handoff: @unchecked Sendable {
         // Safe to share: `loop` is written once on the new thread before
         // `ready.signal()` and read once after `ready.wait()`.
-        package var loop: PCRunLoop?
+        var loop: PCRunLoop?
         package let ready = Completion()
     }
 }

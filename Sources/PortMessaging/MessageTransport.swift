@@ -18,7 +18,9 @@ import PortWire
 
 package final class MessageTransport {
     // Not shared: a transport is used by one thread at a time (its owner's
-    // lock or run-loop thread serializes it).
+    // lock or run-loop thread serializes it), so the fields marked
+    // @exclusivity(unchecked) on the per-message path skip the runtime's
+    // dynamic exclusivity check: no two accesses can overlap.
     package let limits: PortLimits
     private var sendBuffer: UnsafeMutableRawBufferPointer
     private let sendControl: ControlMessage.Buffer
@@ -28,7 +30,7 @@ package final class MessageTransport {
     @exclusivity(unchecked) private var received: OwnedDescriptors
     /// The connections of the send rights a record being sent lends, held
     /// until sendmsg returned (empty between sends; capacity kept).
-    private var lent: [SharedDescriptor] = []
+    @exclusivity(unchecked) private var lent: [SharedDescriptor] = []
 
     package init(limits: PortLimits = .default) {
         self.limits = limits

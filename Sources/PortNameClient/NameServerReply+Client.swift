@@ -23,7 +23,7 @@ extension NameServerReply {
     /// The error this reply stands for, when its word is one of the
     /// protocol's errors that fail a request ("not-found" and "timeout"
     /// are answers to LOOKUP and OWNER instead).
-    package var failure: NameServerError? {
+    var failure: NameServerError? {
         guard let (word, message) = error else { return nil }
         switch word {
         case .invalidName: return .invalidName(message)

@@ -24,7 +24,7 @@ extension PCPortMessage {
     }
 
     /// The components as the name server's vocabulary reads them.
-    package var nameServerComponents: [NameServerComponent<SendRight>] {
+    var nameServerComponents: [NameServerComponent<SendRight>] {
         components.map { component in
             switch component {
             case .port(let right): .port(right)

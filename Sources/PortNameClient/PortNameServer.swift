@@ -41,11 +41,11 @@ public final class PortNameServer: Sendable {
     package let state = Mutex(State())
 
     package struct State {
-        package var cache: [String: SendRight] = [:]
+        var cache: [String: SendRight] = [:]
         /// Notification ports of queued registrations, until they get their name.
-        package var acquisitions: [ObjectIdentifier: PCPort] = [:]
+        var acquisitions: [ObjectIdentifier: PCPort] = [:]
         /// The ports of running watches (they end with the connection).
-        package var watches: [ObjectIdentifier: PCPort] = [:]
+        var watches: [ObjectIdentifier: PCPort] = [:]
     }
 
     /// Connects to portd at `location`. The per-user fallback directory

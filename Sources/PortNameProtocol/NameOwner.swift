@@ -54,12 +54,12 @@ public struct NameOwner: Sendable, Hashable {
 /// The owner encodings of the protocol.
 extension NameOwner.Process {
     /// "pid=P" and "uid=U", two fields of a reply or of NAME_LOST.
-    package var fields: [String] {
+    var fields: [String] {
         [NameServerProtocol.field(NameServerProtocol.Field.pid, pid), NameServerProtocol.field(NameServerProtocol.Field.uid, uid)]
     }
 
     /// "pid=P,uid=U": an owner in NAME_OWNER_CHANGED.
-    package var ownerField: String { fields.joined(separator: ",") }
+    var ownerField: String { fields.joined(separator: ",") }
 
     /// Reads "pid=P,uid=U" (the parts in any order).
     package init?(ownerField text: String) {
@@ -74,7 +74,7 @@ extension NameOwner.Process {
     }
 
     /// "P:U": a queued process in OWNER.
-    package var colonPair: String { "\(pid):\(uid)" }
+    var colonPair: String { "\(pid):\(uid)" }
 
     /// Reads "P:U".
     package init?(colonPair text: String) {

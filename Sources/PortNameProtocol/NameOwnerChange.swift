@@ -33,7 +33,7 @@ public struct NameOwnerChange: Sendable, Hashable {
     }
 
     /// NAME, EVENT, OLD, NEW: the components of NAME_OWNER_CHANGED.
-    package var texts: [String] {
+    var texts: [String] {
         [name, event.description, oldOwner?.ownerField ?? "", newOwner?.ownerField ?? ""]
     }
 

@@ -15,7 +15,7 @@ package enum NameServerComponent<Port> {
     case binary
 
     /// The text, or nil for a port or binary data.
-    package var text: String? {
+    var text: String? {
         if case .text(let s) = self { return s }
         return nil
     }

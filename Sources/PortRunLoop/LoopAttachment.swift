@@ -11,8 +11,8 @@ import PortSystem
 import Synchronization
 
 package struct LoopAttachment: Sendable {
-    package weak var loop: PCRunLoop?
-    package var isValid = true
+    weak var loop: PCRunLoop?
+    var isValid = true
 }
 
 /// What every schedulable item has.
@@ -21,7 +21,7 @@ package protocol RunLoopItem: AnyObject, Sendable {
 }
 
 extension RunLoopItem {
-    package var isAttachedAndValid: Bool { attachment.withLock { $0.isValid } }
+    var isAttachedAndValid: Bool { attachment.withLock { $0.isValid } }
 
     /// Binds the item to `loop`; false when it is invalid. Traps when it
     /// already belongs to another loop (a programmer error, as in CF).

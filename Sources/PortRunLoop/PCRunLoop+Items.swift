@@ -227,7 +227,7 @@ extension PCRunLoop {
 }
 
 extension PCRunLoop.CommonItem {
-    package var objectIdentifier: ObjectIdentifier? {
+    var objectIdentifier: ObjectIdentifier? {
         switch self {
         case .port(let s): ObjectIdentifier(s)
         case .custom(let s): ObjectIdentifier(s)

@@ -85,16 +85,16 @@ public final class PCRunLoop: @unchecked Sendable {
 
     // MARK: Protected by lock
 
-    package var modes: [Mode: ModeState] = [:]
-    package var commonModes: Set<Mode> = [.default]
-    package var commonItems: [ObjectIdentifier: CommonItem] = [:]
-    package var stopRequested = false {
+    var modes: [Mode: ModeState] = [:]
+    var commonModes: Set<Mode> = [.default]
+    var commonItems: [ObjectIdentifier: CommonItem] = [:]
+    var stopRequested = false {
         didSet { stopHint.store(stopRequested, ordering: .relaxed) }
     }
-    package var performQueue: [PerformRequest] = [] {
+    var performQueue: [PerformRequest] = [] {
         didSet { performHint.store(performQueue.count, ordering: .relaxed) }
     }
-    package var signalled: [ObjectIdentifier: RunLoopSource] = [:] {
+    var signalled: [ObjectIdentifier: RunLoopSource] = [:] {
         didSet { signalledHint.store(signalled.count, ordering: .relaxed) }
     }
     // Lock-free hints of the three fields above, written under the lock
@@ -105,16 +105,16 @@ public final class PCRunLoop: @unchecked Sendable {
     package let stopHint = Atomic<Bool>(false)
     package let performHint = Atomic<Int>(0)
     package let signalledHint = Atomic<Int>(0)
-    package var sleeping = false
-    package var nextSequence: UInt64 = 1
-    package var nextToken: UInt64 = 2
+    var sleeping = false
+    var nextSequence: UInt64 = 1
+    var nextToken: UInt64 = 2
 
     // MARK: Owner-only
 
-    package var modeStack: [ModeState] = []
-    package var armedDeadline: MonotonicInstant? = nil
+    var modeStack: [ModeState] = []
+    var armedDeadline: MonotonicInstant? = nil
     /// epoll_wait buffers, one per run depth.
-    package var eventBuffers: [Epoll.EventBuffer] = []
+    var eventBuffers: [Epoll.EventBuffer] = []
 
     package enum CommonItem {
         case port(PortSource)

@@ -22,10 +22,10 @@ public final class PCTimer: RunLoopItem, @unchecked Sendable {
     public let interval: Duration?
     /// How late the timer may fire to share a wake-up with others.
     public let tolerance: Duration
-    package var scheduledFireDate: MonotonicInstant
-    package var sequence: UInt64 = 0
-    package var heapGeneration: UInt64 = 0
-    package var isFiring = false
+    var scheduledFireDate: MonotonicInstant
+    var sequence: UInt64 = 0
+    var heapGeneration: UInt64 = 0
+    var isFiring = false
 
     /// A timer that first fires at `fireAt`, then every `interval` if given.
     /// `action` runs on the thread of the loop the timer is added to.

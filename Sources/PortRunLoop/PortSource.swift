@@ -24,7 +24,7 @@ public final class PortSource: RunLoopItem, @unchecked Sendable {
     package let events: Epoll.Events
     package let handler: (PortSource) -> Void
     /// Identifies the source in epoll events; unique per loop.
-    package var token: UInt64 = 0
+    var token: UInt64 = 0
 
     /// Watches `descriptor` for readability. The source owns it from now on
     /// and closes it when invalidated.

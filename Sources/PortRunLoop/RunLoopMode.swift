@@ -43,17 +43,17 @@ package final class ModeState {
     @exclusivity(unchecked) package private(set) var epoll: OwnedDescriptor? = nil
     private let epollCreated = Atomic<Bool>(false)
     /// Whether `epoll` exists; lock-free.
-    package var hasEpoll: Bool { epollCreated.load(ordering: .acquiring) }
-    package var portSources: [UInt64: PortSource] = [:]
-    package var customSources: [ObjectIdentifier: RunLoopSource] = [:]
-    package var timers = TimerHeap()
+    var hasEpoll: Bool { epollCreated.load(ordering: .acquiring) }
+    var portSources: [UInt64: PortSource] = [:]
+    var customSources: [ObjectIdentifier: RunLoopSource] = [:]
+    var timers = TimerHeap()
     /// Runs of this mode in progress (nested runs count each).
-    package var runDepth = 0
-    package var isRunning: Bool { runDepth > 0 }
-    package var observers: [RunLoopObserver] = []  // sorted by (order, sequence)
+    var runDepth = 0
+    var isRunning: Bool { runDepth > 0 }
+    var observers: [RunLoopObserver] = []  // sorted by (order, sequence)
     private let observedMask = Atomic<UInt32>(0)
     /// The union of the activities this mode's observers watch.
-    package var observedActivities: PCRunLoop.Activity {
+    var observedActivities: PCRunLoop.Activity {
         PCRunLoop.Activity(rawValue: observedMask.load(ordering: .relaxed))
     }
 
@@ -66,7 +66,7 @@ package final class ModeState {
         epollCreated.store(true, ordering: .releasing)
     }
 
-    package var hasSourcesOrTimers: Bool {
+    var hasSourcesOrTimers: Bool {
         !portSources.isEmpty || !customSources.isEmpty || timers.memberCount > 0
     }
 

@@ -42,7 +42,7 @@ public final class RunLoopObserver: RunLoopItem, @unchecked Sendable {
     public let activities: PCRunLoop.Activity
     public let repeats: Bool
     public let order: Int
-    package var sequence: UInt64 = 0
+    var sequence: UInt64 = 0
     package let callback: (RunLoopObserver, PCRunLoop.Activity) -> Void
 
     /// `callback` runs on the loop's thread with the activity observed.

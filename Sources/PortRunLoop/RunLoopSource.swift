@@ -21,7 +21,7 @@ public final class RunLoopSource: RunLoopItem, @unchecked Sendable {
     package let pendingSignal = Mutex(false)
     /// Lower performs first.
     public let order: Int
-    package var sequence: UInt64 = 0
+    var sequence: UInt64 = 0
     package let scheduleCallback: ((PCRunLoop, PCRunLoop.Mode) -> Void)?
     package let performCallback: (RunLoopSource) -> Void
     package let cancelCallback: ((PCRunLoop, PCRunLoop.Mode) -> Void)?

@@ -11,9 +11,9 @@ import PortSystem
 
 package struct TimerHeap {
     package struct Entry {
-        package var fireDate: MonotonicInstant
-        package var sequence: UInt64
-        package var generation: UInt64
+        var fireDate: MonotonicInstant
+        var sequence: UInt64
+        var generation: UInt64
         package let timer: PCTimer  // strong: an identifier in `members` is never reused while an entry holds it
 
         @inline(__always)
@@ -26,9 +26,9 @@ package struct TimerHeap {
     /// The timers that are in this mode now.
     private var members: Set<ObjectIdentifier> = []
 
-    package var isEmpty: Bool { entries.isEmpty }
+    var isEmpty: Bool { entries.isEmpty }
     /// How many timers are in this mode.
-    package var memberCount: Int { members.count }
+    var memberCount: Int { members.count }
 
     package func contains(_ timer: PCTimer) -> Bool { members.contains(ObjectIdentifier(timer)) }
 

@@ -18,7 +18,7 @@ public struct MonotonicInstant: Comparable, Hashable, Sendable, CustomStringConv
     public static let distantFuture = MonotonicInstant(nanoseconds: UInt64.max / 2)
 
     /// The current time of CLOCK_MONOTONIC. The corresponding C function is `clock_gettime`.
-    @inline(__always)
+    @inlinable @inline(__always)
     public static func now() -> MonotonicInstant {
         var ts = timespec()
         clock_gettime(CLOCK_MONOTONIC, &ts)

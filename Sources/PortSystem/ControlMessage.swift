@@ -99,7 +99,7 @@ package enum ControlMessage {
     /// What a received control buffer held.
     package struct Received: Sendable, Equatable {
         /// How many descriptors were added to the caller's list.
-        package var descriptorCount: Int = 0
+        var descriptorCount: Int = 0
         /// The sender's credentials, when the socket has SO_PASSCRED.
         package var credentials: Credentials? = nil
         /// The kernel dropped control data that did not fit (MSG_CTRUNC):

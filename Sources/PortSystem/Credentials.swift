@@ -21,7 +21,7 @@ public struct Credentials: Sendable, Hashable, CustomStringConvertible {
         self.init(pid: u.pid, uid: u.uid, gid: u.gid)
     }
 
-    package var ucred: port_ucred { port_ucred(pid: pid, uid: uid, gid: gid) }
+    var ucred: port_ucred { port_ucred(pid: pid, uid: uid, gid: gid) }
 
     public var description: String { "pid=\(pid) uid=\(uid) gid=\(gid)" }
 }

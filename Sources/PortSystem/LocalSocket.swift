@@ -20,7 +20,7 @@ package enum LocalSocket {
     package enum Kind: Sendable {
         case seqPacket, datagram, stream
 
-        package var rawValue: Int32 {
+        var rawValue: Int32 {
             switch self {
             case .seqPacket: Int32(SOCK_SEQPACKET.rawValue)
             case .datagram: Int32(SOCK_DGRAM.rawValue)

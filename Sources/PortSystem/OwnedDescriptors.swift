@@ -28,9 +28,9 @@ package struct OwnedDescriptors: ~Copyable {
     }
 
     /// How many descriptors the list can hold.
-    package var capacity: Int { slots.count }
+    var capacity: Int { slots.count }
 
-    package var isEmpty: Bool { count == 0 }
+    var isEmpty: Bool { count == 0 }
 
     /// Appends `descriptor`; the list owns it from now on.
     package mutating func append(_ descriptor: consuming OwnedDescriptor) {

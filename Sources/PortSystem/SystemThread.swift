@@ -27,7 +27,7 @@ package struct ThreadIdentity: @unchecked Sendable {
 
     /// Whether the calling thread is the process's main thread (its thread id
     /// is the process id). The corresponding C function is `gettid`.
-    package static var isMainThread: Bool { port_gettid() == getpid() }
+    static var isMainThread: Bool { port_gettid() == getpid() }
 }
 
 package enum SystemThread {

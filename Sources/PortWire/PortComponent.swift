@@ -17,7 +17,7 @@ package enum PortComponent: Sendable, Hashable {
     case largeData(memfd: Int32, length: Int)
 
     /// The kind this component has on the wire.
-    package var kind: WireFormat.ComponentKind {
+    var kind: WireFormat.ComponentKind {
         switch self {
         case .data: .data
         case .port: .port

@@ -68,10 +68,10 @@ public struct WireMessageView {
     /// Walks the table, the data area and the descriptors in step.
     public struct Iterator: IteratorProtocol {
         package let view: WireMessageView
-        package var entry: Int
-        package var data: Int
-        package var descriptor: Int
-        package var remaining: Int
+        var entry: Int
+        var data: Int
+        var descriptor: Int
+        var remaining: Int
 
         public mutating func next() -> Component? {
             guard remaining > 0 else { return nil }
