@@ -26,7 +26,7 @@ package enum CurrentProcess {
     }
 
     /// The corresponding C function is `getpid`.
-    static var id: Int32 { getpid() }
+    package static var id: Int32 { getpid() }
 
     /// The real user id. The corresponding C function is `getuid`.
     package static var userID: UInt32 { getuid() }
@@ -72,7 +72,7 @@ package enum StandardStream: Sendable {
     case input, output, error
 
     /// The stream's descriptor number (0, 1, 2), as a child sees it too.
-    var number: Int32 {
+    package var number: Int32 {
         switch self {
         case .input: STDIN_FILENO
         case .output: STDOUT_FILENO

@@ -24,7 +24,7 @@ package enum Spawn {
         case signaled(Int32)
 
         /// The shell's convention: the exit code, or 128 + the signal.
-        var shellStatus: Int32 {
+        package var shellStatus: Int32 {
             switch self {
             case .exited(let code): code
             case .signaled(let signal): 128 + signal
@@ -137,7 +137,7 @@ package enum Spawn {
     }
 
     /// The environment of this process, as "NAME=value" strings.
-    static var currentEnvironment: [String] {
+    package static var currentEnvironment: [String] {
         var result: [String] = []
         var p = environ
         while let entry = p.pointee {
