@@ -12,6 +12,7 @@ import PortSystem
 extension PCRunLoop {
     package struct PerformRequest {
         package let modes: [Mode]
+        package let order: Int
         package let body: () -> Void
         package let completion: Completion?
 
@@ -31,11 +32,16 @@ extension PCRunLoop {
     }
 
     /// Queues `body` to run on the loop's thread at its next pass in one of
-    /// `modes`. With `waitUntilDone`, returns only after `body` ran; when
+    /// `modes` (`-[NSRunLoop performInModes:block:]`,
+    /// `performSelector:onThread:withObject:waitUntilDone:modes:`). Requests
+    /// due in the same pass run lower `order` first, then in the order
+    /// queued (`-[NSRunLoop performSelector:target:argument:order:modes:]`).
+    /// With `waitUntilDone`, returns only after `body` ran; when
     /// called on the loop's own thread that means running it now, inline.
     /// Safe from any thread.
     public func perform(
-        inModes modes: [Mode] = [.common], waitUntilDone: Bool = false, _ body: @escaping @Sendable () -> Void
+        inModes modes: [Mode] = [.common], order: Int = 0, waitUntilDone: Bool = false,
+        _ body: @escaping @Sendable () -> Void
     ) {
         if waitUntilDone && isCurrent {
             body()
@@ -43,7 +49,7 @@ extension PCRunLoop {
         }
         let completion = waitUntilDone ? Completion() : nil
         lock.withLock {
-            performQueue.append(PerformRequest(modes: modes, body: body, completion: completion))
+            performQueue.append(PerformRequest(modes: modes, order: order, body: body, completion: completion))
             wakeIfSleeping()
         }
         completion?.wait()
@@ -71,7 +77,9 @@ extension PCRunLoop {
                 if r.matches(ms.mode, commonModes: commonModes) { run.append(r) } else { keep.append(r) }
             }
             performQueue = keep
-            return run
+            // Stable: equal orders keep the order queued.
+            return run.enumerated().sorted { ($0.element.order, $0.offset) < ($1.element.order, $1.offset) }
+                .map(\.element)
         }
         for r in batch {
             r.body()

@@ -47,9 +47,12 @@ public final class PCRunLoop: @unchecked Sendable {
     // under "owner-only" are accessed only on `owner` (checked by
     // precondition in every entry point that touches them).
 
-    /// How a run in a mode ended.
+    /// How a `runInMode` ended: CFRunLoopRunResult, case for case
+    /// (kCFRunLoopRunFinished, kCFRunLoopRunStopped, kCFRunLoopRunTimedOut,
+    /// kCFRunLoopRunHandledSource), with CF's meaning.
     public enum RunResult: Sendable, Equatable, CustomStringConvertible {
-        /// The mode has no sources or timers (returned at once, or after the last one went).
+        /// The mode has no sources or timers (returned at once, or after the
+        /// last one went; CF does not tell these apart either).
         case finished
         /// `stop()` was called.
         case stopped
@@ -123,10 +126,10 @@ public final class PCRunLoop: @unchecked Sendable {
         case observer(RunLoopObserver)
     }
 
-    /// Creates a loop owned by the calling thread. Use `current`; this
-    /// initializer exists for loops with another clock (tests).
-    public init(clock: any RunLoopClock = SystemMonotonicClock()) throws(SystemCallError) {
-        owner = .current
+    /// A loop owned by `owner`. Only `current`, `main` and `detached` make
+    /// loops, so a thread has one loop (its `current`), never two.
+    private init(owner: ThreadIdentity, clock: any RunLoopClock) throws(SystemCallError) {
+        self.owner = owner
         self.clock = clock
         clockIsSystem = clock is SystemMonotonicClock
         // A failure closes whatever was created before it (each is owned).
@@ -137,21 +140,48 @@ public final class PCRunLoop: @unchecked Sendable {
         try Epoll.add(bareEpoll, timerFD, events: .readable, token: Self.timerToken)
     }
 
+    /// A detached loop: run by the calling thread, but not its `current`
+    /// loop (so `PCRunLoop.current`, `PCTimer.scheduledTimer` and ports that
+    /// schedule in the current loop never see it). It exists for loops on
+    /// another clock (tests with a manual clock). Apple has no counterpart:
+    /// there a thread has exactly one loop, which is what `current` keeps.
+    public static func detached(clock: any RunLoopClock = SystemMonotonicClock()) throws(SystemCallError) -> PCRunLoop {
+        try PCRunLoop(owner: .current, clock: clock)
+    }
+
     deinit {
         modes.removeAll()  // the modes' epoll instances first; the loop's own descriptors close with it
     }
 
-    /// The calling thread's run loop, created on first use.
+    /// The calling thread's run loop, created on first use
+    /// (`+[NSRunLoop currentRunLoop]`, `CFRunLoopGetCurrent`). On the main
+    /// thread it is `main`.
     public static var current: PCRunLoop {
         if let loop = currentLoop.value { return loop }
-        let loop: PCRunLoop
-        do throws(SystemCallError) {
-            loop = try PCRunLoop()
-        } catch {
-            preconditionFailure("PCRunLoop.current: cannot create the loop's descriptors: \(error)")
-        }
+        let loop = ThreadIdentity.isMainThread ? main : make(owner: .current)
         currentLoop.set(loop)
         return loop
+    }
+
+    /// The process's main thread's run loop (`+[NSRunLoop mainRunLoop]`,
+    /// `CFRunLoopGetMain`), created on first use from any thread; the same
+    /// object as `current` on the main thread. Only the main thread runs it;
+    /// other threads add to it, perform on it, wake and stop it.
+    public static var main: PCRunLoop {
+        mainLoop.withLock { slot in
+            if let loop = slot { return loop }
+            let loop = make(owner: .main)
+            slot = loop
+            return loop
+        }
+    }
+
+    private static func make(owner: ThreadIdentity) -> PCRunLoop {
+        do throws(SystemCallError) {
+            return try PCRunLoop(owner: owner, clock: SystemMonotonicClock())
+        } catch {
+            preconditionFailure("PCRunLoop: cannot create the loop's descriptors: \(error)")
+        }
     }
 
     /// Whether the calling thread owns this loop (only it may run it).
@@ -237,3 +267,6 @@ public final class PCRunLoop: @unchecked Sendable {
 
 /// Holds each thread's loop; released when the thread ends.
 private let currentLoop = ThreadSlot<PCRunLoop>()
+/// The main thread's loop, made on first use by whichever thread asks; kept
+/// for the life of the process.
+private let mainLoop = Mutex<PCRunLoop?>(nil)

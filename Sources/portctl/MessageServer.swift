@@ -63,12 +63,12 @@ final class MessageServer {
             if let pendingFailure {
                 // Handle whatever is ready now, then stop.
                 while !finished && failure == nil,
-                    loop.run(mode: .default, timeout: .zero, returnAfterSourceHandled: true) == .handledSource
+                    loop.runInMode(.default, timeout: .zero, returnAfterSourceHandled: true) == .handledSource
                 {}
                 if finished || failure != nil { break }
                 throw pendingFailure
             }
-            switch loop.run(mode: .default, before: idleDeadline, returnAfterSourceHandled: true) {
+            switch loop.runInMode(.default, before: idleDeadline, returnAfterSourceHandled: true) {
             case .timedOut where MonotonicInstant.now() >= idleDeadline:
                 let seconds = idleTimeout.map { ConnectionOptions.format(Double($0.nanosecondsClamped) / 1e9) } ?? "?"
                 throw Failure(.timedOut, "no message for \(name) within \(seconds) s")
