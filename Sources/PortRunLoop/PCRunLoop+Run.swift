@@ -95,6 +95,7 @@ extension PCRunLoop {
     private func runIfNotEmpty(_ mode: Mode, before deadline: MonotonicInstant, returnAfterSourceHandled: Bool) -> RunResult? {
         precondition(isCurrent, "a PCRunLoop runs only on the thread that owns it")
         precondition(mode != .common, "run in a concrete mode, not the common pseudo-mode")
+        if isMain && mainQueueSource == nil { attachMainDispatchQueue() }
         let ms: ModeState? = lock.withLock {
             let ms = modeState(mode)
             if isEmptyLocked(ms) { return nil }
@@ -111,6 +112,24 @@ extension PCRunLoop {
         let result = runPasses(ms, deadline: deadline, returnAfterSourceHandled: returnAfterSourceHandled)
         notify(ms, .exit)
         return result
+    }
+
+    /// The main loop's first run: the main dispatch queue's wake-up eventfd
+    /// (a duplicate) becomes a port source in `.common` whose handler resets
+    /// it and drains the queue, CF's `_dispatch_main_queue_callback_4CF`.
+    private func attachMainDispatchQueue() {
+        do throws(SystemCallError) {
+            let source = PortSource(descriptor: try MainDispatchQueue.wakeUpDescriptor()) { s in
+                _ = try? s.withDescriptor { (fd: borrowing OwnedDescriptor) throws(SystemCallError) in
+                    try EventFD.drain(fd)
+                }
+                MainDispatchQueue.drain()
+            }
+            mainQueueSource = source
+            try add(source, forMode: .common)
+        } catch {
+            preconditionFailure("PCRunLoop.main: cannot watch the main dispatch queue: \(error)")
+        }
     }
 
     private static let eventCapacity: Int32 = 64

@@ -81,6 +81,8 @@ public final class PCRunLoop: @unchecked Sendable {
     /// Where the loop reads the time.
     public let clock: any RunLoopClock
     package let clockIsSystem: Bool
+    /// Whether this is `PCRunLoop.main`, which services the main dispatch queue.
+    package let isMain: Bool
     package let lock = Lock()
 
     package static let wakeToken: UInt64 = 0
@@ -115,6 +117,8 @@ public final class PCRunLoop: @unchecked Sendable {
     // MARK: Owner-only
 
     package var modeStack: [ModeState] = []
+    /// The main loop's source for the main dispatch queue, once attached.
+    package var mainQueueSource: PortSource? = nil
     package var armedDeadline: MonotonicInstant? = nil
     /// epoll_wait buffers, one per run depth.
     package var eventBuffers: [Epoll.EventBuffer] = []
@@ -128,8 +132,9 @@ public final class PCRunLoop: @unchecked Sendable {
 
     /// A loop owned by `owner`. Only `current`, `main` and `detached` make
     /// loops, so a thread has one loop (its `current`), never two.
-    private init(owner: ThreadIdentity, clock: any RunLoopClock) throws(SystemCallError) {
+    private init(owner: ThreadIdentity, clock: any RunLoopClock, isMain: Bool = false) throws(SystemCallError) {
         self.owner = owner
+        self.isMain = isMain
         self.clock = clock
         clockIsSystem = clock is SystemMonotonicClock
         // A failure closes whatever was created before it (each is owned).
@@ -167,18 +172,25 @@ public final class PCRunLoop: @unchecked Sendable {
     /// `CFRunLoopGetMain`), created on first use from any thread; the same
     /// object as `current` on the main thread. Only the main thread runs it;
     /// other threads add to it, perform on it, wake and stop it.
+    ///
+    /// Like CF's main loop, it services the main dispatch queue: from its
+    /// first run, the queue's wake-up descriptor is a port source in
+    /// `.common`, so blocks queued on `DispatchQueue.main` (and `@MainActor`
+    /// jobs) run while the main thread runs this loop in a common mode, and
+    /// the common modes of the main loop are never empty (as in CF, where
+    /// `RunLoop.main.run()` does not return).
     public static var main: PCRunLoop {
         mainLoop.withLock { slot in
             if let loop = slot { return loop }
-            let loop = make(owner: .main)
+            let loop = make(owner: .main, isMain: true)
             slot = loop
             return loop
         }
     }
 
-    private static func make(owner: ThreadIdentity) -> PCRunLoop {
+    private static func make(owner: ThreadIdentity, isMain: Bool = false) -> PCRunLoop {
         do throws(SystemCallError) {
-            return try PCRunLoop(owner: owner, clock: SystemMonotonicClock())
+            return try PCRunLoop(owner: owner, clock: SystemMonotonicClock(), isMain: isMain)
         } catch {
             preconditionFailure("PCRunLoop: cannot create the loop's descriptors: \(error)")
         }

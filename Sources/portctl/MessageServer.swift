@@ -75,6 +75,10 @@ final class MessageServer {
             case .finished:
                 throw Failure(.portInvalid, "the port of \(name) is no longer valid")
             default:
+                // On the main thread the loop is PCRunLoop.main, whose common
+                // modes are never empty (it services the main dispatch queue),
+                // so an invalidated port shows here, not as .finished.
+                if !port.isValid { throw Failure(.portInvalid, "the port of \(name) is no longer valid") }
                 continue
             }
         }

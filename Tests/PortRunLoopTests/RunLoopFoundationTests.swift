@@ -235,3 +235,17 @@ private final class Slot<T>: @unchecked Sendable {
     func set(_ v: T) { lock.withLock { _ in value = v } }
     func get() -> T? { lock.withLock { _ in value } }
 }
+
+/// The main loop drains the main dispatch queue (issue 10, item 9). Swift
+/// Testing runs tests off the main thread, so a child process,
+/// runloop-main-probe, runs PCRunLoop.main on its main thread.
+@Suite struct MainDispatchQueueTests {
+    @Test func theMainLoopRunsDispatchMainAndMainActorWork() throws {
+        let child = try ChildProcess(
+            executable: try Binaries.path("runloop-main-probe"), arguments: [],
+            environment: ChildProcess.cleanEnvironment([:]), input: nil)
+        let status = try child.waitForExit()
+        #expect(status == 0, "\(child.standardOutput)")
+        #expect(Set(child.standardOutput.split(separator: "\n")) == ["main queue", "main actor"])
+    }
+}
