@@ -111,6 +111,10 @@ public final class PCRunLoop: @unchecked Sendable {
     package let performHint = Atomic<Int>(0)
     package let signalledHint = Atomic<Int>(0)
     package var sleeping = false
+    /// Delayed perform requests given a target, by their timer, for
+    /// `cancelPerformRequests(target:)`; an entry goes when its timer fires
+    /// or is cancelled. The target is retained until then, as Foundation does.
+    package var delayedPerforms: [ObjectIdentifier: (target: AnyObject, timer: PCTimer)] = [:]
     package var nextSequence: UInt64 = 1
     package var nextToken: UInt64 = 2
 
@@ -163,7 +167,9 @@ public final class PCRunLoop: @unchecked Sendable {
     /// thread it is `main`.
     public static var current: PCRunLoop {
         if let loop = currentLoop.value { return loop }
-        let loop = ThreadIdentity.isMainThread ? main : make(owner: .current)
+        // Made here, or already made by another thread through this thread's
+        // PCThread handle: the same object either way.
+        let loop = ThreadIdentity.isMainThread ? main : PCThread.current.runLoop
         currentLoop.set(loop)
         return loop
     }
@@ -188,7 +194,7 @@ public final class PCRunLoop: @unchecked Sendable {
         }
     }
 
-    private static func make(owner: ThreadIdentity, isMain: Bool = false) -> PCRunLoop {
+    package static func make(owner: ThreadIdentity, isMain: Bool = false) -> PCRunLoop {
         do throws(SystemCallError) {
             return try PCRunLoop(owner: owner, clock: SystemMonotonicClock(), isMain: isMain)
         } catch {

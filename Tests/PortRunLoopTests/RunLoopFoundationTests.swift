@@ -165,6 +165,40 @@ import PortTestSupport
         }
     }
 
+    // MARK: Other threads' loops
+
+    /// performSelector:onThread: on a thread started with
+    /// detachNewThreadWithBlock:, queued before the thread ran its loop.
+    @Test func performOnAThreadThroughItsHandle() {
+        let r = Recorder()
+        let done = Completion()
+        let t = PCThread.detachNewThread {
+            let loop = PCRunLoop.current
+            loop.add(PCTimer(fireAt: .distantFuture) { _ in }, forMode: .default)  // keeps the loop running
+            loop.runUntilStopped()
+            done.signal()
+        }
+        t.perform {
+            r.add("on the thread: \(t.isCurrent)")
+            PCRunLoop.current.stop()
+        }
+        done.wait()
+        #expect(r.all == ["on the thread: true"])
+    }
+
+    @Test func aThreadsHandleReachesTheLoopItUses() {
+        #expect(PCThread.main.runLoop === PCRunLoop.main)
+        #expect(PCThread.main.isMainThread)
+        let handle = Slot<PCThread>()
+        LoopThread.run { loop in
+            #expect(PCThread.current.runLoop === loop)
+            #expect(PCThread.current === PCThread.current)
+            #expect(!PCThread.current.isMainThread)
+            handle.set(PCThread.current)
+        }
+        #expect(handle.get()?.isCurrent == false)
+    }
+
     // MARK: limitDateForMode:, setFireDate:, scheduledTimer
 
     @Test func limitDateFiresWhatIsDueAndGivesTheNextFireDate() {
@@ -223,6 +257,27 @@ import PortTestSupport
             loop.perform(inModes: [.default], order: 1) { r.add("baz") }
             loop.runInMode(.default, timeout: .zero)
             #expect(r.all.joined() == "foobarbaz")
+        }
+    }
+
+    /// cancelPreviousPerformRequestsWithTarget: cancels delayed and queued
+    /// requests of that target only.
+    @Test func cancellingPerformRequestsByTarget() {
+        final class Target: Sendable {}
+        LoopThread.run { _ in
+            let clock = ManualClock()
+            let loop = try! PCRunLoop.detached(clock: clock)
+            let r = Recorder()
+            let a = Target(), b = Target()
+            loop.perform(after: .seconds(1), inModes: [.default], target: a) { r.add("a delayed") }
+            loop.perform(inModes: [.default], target: a) { r.add("a queued") }
+            loop.perform(after: .seconds(1), inModes: [.default], target: b) { r.add("b delayed") }
+            loop.perform(inModes: [.default], target: b) { r.add("b queued") }
+            loop.cancelPerformRequests(target: a)
+            clock.advance(by: .seconds(1))
+            loop.runInMode(.default, timeout: .zero)
+            #expect(Set(r.all) == ["b delayed", "b queued"])
+            #expect(loop.runInMode(.default, timeout: .zero) == .finished)
         }
     }
 }
