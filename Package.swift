@@ -18,7 +18,9 @@ let package = Package(
     targets: [
         // Kernel interfaces Swift cannot import by itself (function-like macros,
         // GNU extensions). Nothing but thin C; every policy lives in Swift.
-        .target(name: "CPortSystem"),
+        // Links libdispatch for the main queue's run-loop interface (the
+        // toolchain ships it; every Swift program on Linux loads it already).
+        .target(name: "CPortSystem", linkerSettings: [.linkedLibrary("dispatch")]),
         // libsystemd, linked by portd only.
         .systemLibrary(
             name: "CSystemd",
@@ -93,7 +95,17 @@ let package = Package(
         ),
         .testTarget(name: "PortSystemTests", dependencies: ["PortSystem", "CPortSystem", "PortWire", "PortTestSupport"]),
         .testTarget(name: "PortWireTests", dependencies: ["PortWire", "PortSystem", "PortTestSupport"]),
-        .testTarget(name: "PortRunLoopTests", dependencies: ["PortRunLoop", "PortSystem", "PortTestSupport"]),
+        .testTarget(
+            name: "PortRunLoopTests",
+            dependencies: ["PortRunLoop", "PortSystem", "PortTestSupport", "runloop-main-probe"]
+        ),
+        // A tiny program the run-loop tests start: it runs PCRunLoop.main on
+        // its main thread (Swift Testing runs tests off the main thread).
+        .executableTarget(
+            name: "runloop-main-probe",
+            dependencies: ["PortRunLoop"],
+            path: "Tests/RunLoopMainProbe"
+        ),
         .testTarget(
             name: "PortMessagingTests",
             dependencies: ["PortMessaging", "PortSystem", "PortWire", "PortRunLoop", "PortTestSupport"],

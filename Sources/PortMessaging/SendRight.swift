@@ -201,7 +201,7 @@ public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvert
                     throw e
                 }
                 if peerGone { return .invalidPort }
-                switch loop.run(mode: replyMode, before: deadline, returnAfterSourceHandled: true) {
+                switch loop.runInMode(replyMode, before: deadline, returnAfterSourceHandled: true) {
                 case .timedOut: if reply == nil && !peerGone { return .receiveTimedOut }
                 case .finished: return .invalidPort
                 case .stopped, .handledSource: continue

@@ -26,6 +26,16 @@ extension PCRunLoop {
         try? addItem(.timer(timer), timer, mode)  // cannot throw: no descriptor involved
     }
 
+    /// Moves `timer`'s next fire date in every mode of this loop it is in.
+    package func reschedule(_ timer: PCTimer, at date: MonotonicInstant) {
+        lock.withLock {
+            timer.scheduledFireDate = date
+            timer.heapGeneration &+= 1  // every entry of the old date is now stale
+            for ms in modes.values where ms.timers.contains(timer) { ms.timers.push(timer) }
+            wakeIfSleeping()
+        }
+    }
+
     /// Adds an observer to `mode`.
     public func add(_ observer: RunLoopObserver, forMode mode: Mode) {
         try? addItem(.observer(observer), observer, mode)  // cannot throw: no descriptor involved

@@ -12,6 +12,9 @@ import PortSystem
 extension PCRunLoop {
     package struct PerformRequest {
         package let modes: [Mode]
+        package let order: Int
+        /// Retained until the request ran or was cancelled.
+        package let target: AnyObject?
         package let body: () -> Void
         package let completion: Completion?
 
@@ -31,11 +34,16 @@ extension PCRunLoop {
     }
 
     /// Queues `body` to run on the loop's thread at its next pass in one of
-    /// `modes`. With `waitUntilDone`, returns only after `body` ran; when
+    /// `modes` (`-[NSRunLoop performInModes:block:]`,
+    /// `performSelector:onThread:withObject:waitUntilDone:modes:`). Requests
+    /// due in the same pass run lower `order` first, then in the order
+    /// queued (`-[NSRunLoop performSelector:target:argument:order:modes:]`).
+    /// With `waitUntilDone`, returns only after `body` ran; when
     /// called on the loop's own thread that means running it now, inline.
     /// Safe from any thread.
     public func perform(
-        inModes modes: [Mode] = [.common], waitUntilDone: Bool = false, _ body: @escaping @Sendable () -> Void
+        inModes modes: [Mode] = [.common], order: Int = 0, target: AnyObject? = nil, waitUntilDone: Bool = false,
+        _ body: @escaping @Sendable () -> Void
     ) {
         if waitUntilDone && isCurrent {
             body()
@@ -43,21 +51,46 @@ extension PCRunLoop {
         }
         let completion = waitUntilDone ? Completion() : nil
         lock.withLock {
-            performQueue.append(PerformRequest(modes: modes, body: body, completion: completion))
+            performQueue.append(PerformRequest(modes: modes, order: order, target: target, body: body, completion: completion))
             wakeIfSleeping()
         }
         completion?.wait()
     }
 
     /// Runs `body` on the loop's thread after `delay`, at a pass in one of
-    /// `modes`. Safe from any thread.
+    /// `modes`. Safe from any thread
+    /// (`performSelector:withObject:afterDelay:inModes:`). With a `target`,
+    /// `cancelPerformRequests(target:)` cancels it too.
     @discardableResult
     public func perform(
-        after delay: Duration, inModes modes: [Mode] = [.common], _ body: @escaping @Sendable () -> Void
+        after delay: Duration, inModes modes: [Mode] = [.common], target: AnyObject? = nil,
+        _ body: @escaping @Sendable () -> Void
     ) -> PerformToken {
-        let timer = PCTimer(fireAt: clock.now() + delay) { _ in body() }
+        let timer = PCTimer(fireAt: clock.now() + delay) { [unowned self] t in
+            _ = lock.withLock { delayedPerforms.removeValue(forKey: ObjectIdentifier(t)) }
+            body()
+        }
+        if let target {
+            lock.withLock { delayedPerforms[ObjectIdentifier(timer)] = (target, timer) }
+        }
         for m in modes { add(timer, forMode: m) }
         return PerformToken(timer: timer)
+    }
+
+    /// `+[NSObject cancelPreviousPerformRequestsWithTarget:]` and
+    /// `-[NSRunLoop cancelPerformSelectorsWithTarget:]`: cancels every request
+    /// of this loop given `target` that has not run yet, delayed or queued.
+    /// A closure has no selector or argument, so the target is the only key
+    /// (a `PerformToken` cancels one delayed request). Safe from any thread.
+    public func cancelPerformRequests(target: AnyObject) {
+        let id = ObjectIdentifier(target)
+        let timers: [PCTimer] = lock.withLock {
+            performQueue.removeAll { $0.target.map(ObjectIdentifier.init) == id }
+            let matching = delayedPerforms.filter { ObjectIdentifier($0.value.target) == id }
+            for key in matching.keys { delayedPerforms[key] = nil }
+            return matching.values.map(\.timer)
+        }
+        for t in timers { t.invalidate() }
     }
 
     /// Step 4, first half: runs the requests queued for this mode.
@@ -71,7 +104,9 @@ extension PCRunLoop {
                 if r.matches(ms.mode, commonModes: commonModes) { run.append(r) } else { keep.append(r) }
             }
             performQueue = keep
-            return run
+            // Stable: equal orders keep the order queued.
+            return run.enumerated().sorted { ($0.element.order, $0.offset) < ($1.element.order, $1.offset) }
+                .map(\.element)
         }
         for r in batch {
             r.body()

@@ -4,50 +4,105 @@
 import PortSystem
 
 extension PCRunLoop {
-    /// Runs in `.default` until `stop()` is called or nothing is left to run.
+    /// `-[NSRunLoop run]` (Foundation's `RunLoop.run()`): runs
+    /// `run(mode: .default, before: .distantFuture)` again and again until it
+    /// returns false, that is until the default mode has nothing left to run.
+    /// A `stop()` ends only the pass in progress, as in Foundation ("if you
+    /// want the run loop to terminate, you shouldn't use this method"); use
+    /// `runUntilStopped()` (`CFRunLoopRun`) for a loop that `stop()` ends.
     public func run() {
+        while run(mode: .default, before: .distantFuture) {}
+    }
+
+    /// `-[NSRunLoop runUntilDate:]` (Foundation's `RunLoop.run(until:)`):
+    /// runs `run(mode: .default, before: deadline)` until it returns false or
+    /// the deadline has passed. Always makes at least one pass, also when
+    /// `deadline` has already passed (so `run(until: .now())` fires what is
+    /// due and runs what is queued).
+    public func run(until deadline: MonotonicInstant) {
+        repeat {} while run(mode: .default, before: deadline) && clock.now() < deadline
+    }
+
+    /// `-[NSRunLoop runMode:beforeDate:]` (Foundation's
+    /// `RunLoop.run(mode:before:)`): runs the loop once in `mode`, returning
+    /// after the first source is handled, when `deadline` passes, or on
+    /// `stop()`. Returns false at once, running nothing, when the mode has no
+    /// sources, timers or perform requests; true otherwise (also when the
+    /// run emptied the mode, e.g. a one-shot timer fired). Timers that fire
+    /// do not end the run (in Foundation neither). Owner thread only.
+    @discardableResult
+    public func run(mode: Mode, before deadline: MonotonicInstant) -> Bool {
+        runIfNotEmpty(mode, before: deadline, returnAfterSourceHandled: true) != nil
+    }
+
+    /// `-[NSRunLoop limitDateForMode:]`: polls the loop once in `mode` (so
+    /// due timers fire and queued performs run, as Foundation does), then
+    /// returns the next timer fire date of the mode (CF's
+    /// `CFRunLoopGetNextTimerFireDate`), `.distantFuture` when the mode has
+    /// sources but no timer, or nil when the mode has nothing to run. Owner
+    /// thread only.
+    public func limitDate(forMode mode: Mode) -> MonotonicInstant? {
+        runInMode(mode, timeout: .zero, returnAfterSourceHandled: true)
+        return lock.withLock {
+            let ms = modeState(mode)
+            if isEmptyLocked(ms) { return nil }
+            return ms.timers.peekLive()?.fireDate ?? .distantFuture
+        }
+    }
+
+    /// `CFRunLoopRun()`: runs in `.default` until `stop()` is called or the
+    /// mode has nothing left to run.
+    public func runUntilStopped() {
         while true {
-            switch run(mode: .default, before: .distantFuture) {
+            switch runInMode(.default, before: .distantFuture) {
             case .finished, .stopped: return
             case .timedOut, .handledSource: continue
             }
         }
     }
 
-    /// Runs in `.default` until `deadline`, `stop()`, or nothing is left to run.
-    public func run(until deadline: MonotonicInstant) {
-        while clock.now() < deadline {
-            switch run(mode: .default, before: deadline) {
-            case .finished, .stopped, .timedOut: return
-            case .handledSource: continue
-            }
-        }
+    /// `CFRunLoopRunInMode(mode, seconds, returnAfterSourceHandled)`: one run
+    /// in `mode` for at most `timeout` (zero or negative: one pass that does
+    /// not sleep). See `runInMode(_:before:returnAfterSourceHandled:)`.
+    @discardableResult
+    public func runInMode(_ mode: Mode, timeout: Duration, returnAfterSourceHandled: Bool = false) -> RunResult {
+        runInMode(mode, before: clock.now() + (timeout < .zero ? .zero : timeout),
+                  returnAfterSourceHandled: returnAfterSourceHandled)
     }
 
-    /// Runs one run in `mode` for at most `timeout` (zero: one pass that
-    /// does not sleep). See `run(mode:before:returnAfterSourceHandled:)`.
+    /// `CFRunLoopRunInMode` with a deadline instead of a span: runs the loop
+    /// in `mode` until `deadline`. Returns `.finished` at once (without
+    /// notifying observers) when the mode has no sources, timers or perform
+    /// requests; otherwise notifies `.entry`, runs passes until one of the
+    /// results, and notifies `.exit`. After each pass the checks are CF's, in
+    /// CF's order: a source handled and `returnAfterSourceHandled`
+    /// (`.handledSource`), the deadline passed (`.timedOut`, so a zero-timeout
+    /// run that empties the mode is `.timedOut`, as in CF), `stop()`
+    /// (`.stopped`), the mode empty (`.finished`). Timers firing and perform
+    /// requests running are not "handling a source" (CF's timers and blocks
+    /// are not either). Runs may nest: a callout may run the loop again, in
+    /// any mode. Owner thread only.
     @discardableResult
-    public func run(mode: Mode, timeout: Duration, returnAfterSourceHandled: Bool = false) -> RunResult {
-        run(mode: mode, before: clock.now() + (timeout < .zero ? .zero : timeout),
-            returnAfterSourceHandled: returnAfterSourceHandled)
+    public func runInMode(_ mode: Mode, before deadline: MonotonicInstant, returnAfterSourceHandled: Bool = false) -> RunResult {
+        runIfNotEmpty(mode, before: deadline, returnAfterSourceHandled: returnAfterSourceHandled) ?? .finished
     }
 
-    /// Runs the loop in `mode` until `deadline`. Returns `.finished` at once
-    /// (without notifying observers) when the mode has no sources, timers or
-    /// perform requests; otherwise notifies `.entry`, runs passes until one
-    /// of the results, and notifies `.exit`. Runs may nest: a callout may
-    /// run the loop again, in any mode. Owner thread only.
-    @discardableResult
-    public func run(mode: Mode, before deadline: MonotonicInstant, returnAfterSourceHandled: Bool = false) -> RunResult {
+    /// The run of `runInMode`; nil when the mode was empty and nothing ran.
+    /// CF does not tell the two apart in its result (`CFRunLoopRunInMode`
+    /// returns kCFRunLoopRunFinished for both); Foundation's
+    /// `runMode:beforeDate:` checks for an empty mode before running, so its
+    /// Bool is true for a run that emptied the mode. This is that check.
+    private func runIfNotEmpty(_ mode: Mode, before deadline: MonotonicInstant, returnAfterSourceHandled: Bool) -> RunResult? {
         precondition(isCurrent, "a PCRunLoop runs only on the thread that owns it")
         precondition(mode != .common, "run in a concrete mode, not the common pseudo-mode")
+        if isMain && mainQueueSource == nil { attachMainDispatchQueue() }
         let ms: ModeState? = lock.withLock {
             let ms = modeState(mode)
             if isEmptyLocked(ms) { return nil }
             ms.runDepth += 1
             return ms
         }
-        guard let ms else { return .finished }
+        guard let ms else { return nil }
         modeStack.append(ms)
         defer {
             modeStack.removeLast()
@@ -57,6 +112,24 @@ extension PCRunLoop {
         let result = runPasses(ms, deadline: deadline, returnAfterSourceHandled: returnAfterSourceHandled)
         notify(ms, .exit)
         return result
+    }
+
+    /// The main loop's first run: the main dispatch queue's wake-up eventfd
+    /// (a duplicate) becomes a port source in `.common` whose handler resets
+    /// it and drains the queue, CF's `_dispatch_main_queue_callback_4CF`.
+    private func attachMainDispatchQueue() {
+        do throws(SystemCallError) {
+            let source = PortSource(descriptor: try MainDispatchQueue.wakeUpDescriptor()) { s in
+                _ = try? s.withDescriptor { (fd: borrowing OwnedDescriptor) throws(SystemCallError) in
+                    try EventFD.drain(fd)
+                }
+                MainDispatchQueue.drain()
+            }
+            mainQueueSource = source
+            try add(source, forMode: .common)
+        } catch {
+            preconditionFailure("PCRunLoop.main: cannot watch the main dispatch queue: \(error)")
+        }
     }
 
     private static let eventCapacity: Int32 = 64

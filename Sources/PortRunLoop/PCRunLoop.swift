@@ -47,9 +47,12 @@ public final class PCRunLoop: @unchecked Sendable {
     // under "owner-only" are accessed only on `owner` (checked by
     // precondition in every entry point that touches them).
 
-    /// How a run in a mode ended.
+    /// How a `runInMode` ended: CFRunLoopRunResult, case for case
+    /// (kCFRunLoopRunFinished, kCFRunLoopRunStopped, kCFRunLoopRunTimedOut,
+    /// kCFRunLoopRunHandledSource), with CF's meaning.
     public enum RunResult: Sendable, Equatable, CustomStringConvertible {
-        /// The mode has no sources or timers (returned at once, or after the last one went).
+        /// The mode has no sources or timers (returned at once, or after the
+        /// last one went; CF does not tell these apart either).
         case finished
         /// `stop()` was called.
         case stopped
@@ -78,6 +81,8 @@ public final class PCRunLoop: @unchecked Sendable {
     /// Where the loop reads the time.
     public let clock: any RunLoopClock
     package let clockIsSystem: Bool
+    /// Whether this is `PCRunLoop.main`, which services the main dispatch queue.
+    package let isMain: Bool
     package let lock = Lock()
 
     package static let wakeToken: UInt64 = 0
@@ -106,12 +111,18 @@ public final class PCRunLoop: @unchecked Sendable {
     package let performHint = Atomic<Int>(0)
     package let signalledHint = Atomic<Int>(0)
     var sleeping = false
+    /// Delayed perform requests given a target, by their timer, for
+    /// `cancelPerformRequests(target:)`; an entry goes when its timer fires
+    /// or is cancelled. The target is retained until then, as Foundation does.
+    var delayedPerforms: [ObjectIdentifier: (target: AnyObject, timer: PCTimer)] = [:]
     var nextSequence: UInt64 = 1
     var nextToken: UInt64 = 2
 
     // MARK: Owner-only
 
     var modeStack: [ModeState] = []
+    /// The main loop's source for the main dispatch queue, once attached.
+    var mainQueueSource: PortSource? = nil
     var armedDeadline: MonotonicInstant? = nil
     /// epoll_wait buffers, one per run depth.
     var eventBuffers: [Epoll.EventBuffer] = []
@@ -123,10 +134,11 @@ public final class PCRunLoop: @unchecked Sendable {
         case observer(RunLoopObserver)
     }
 
-    /// Creates a loop owned by the calling thread. Use `current`; this
-    /// initializer exists for loops with another clock (tests).
-    public init(clock: any RunLoopClock = SystemMonotonicClock()) throws(SystemCallError) {
-        owner = .current
+    /// A loop owned by `owner`. Only `current`, `main` and `detached` make
+    /// loops, so a thread has one loop (its `current`), never two.
+    private init(owner: ThreadIdentity, clock: any RunLoopClock, isMain: Bool = false) throws(SystemCallError) {
+        self.owner = owner
+        self.isMain = isMain
         self.clock = clock
         clockIsSystem = clock is SystemMonotonicClock
         // A failure closes whatever was created before it (each is owned).
@@ -137,21 +149,57 @@ public final class PCRunLoop: @unchecked Sendable {
         try Epoll.add(bareEpoll, timerFD, events: .readable, token: Self.timerToken)
     }
 
+    /// A detached loop: run by the calling thread, but not its `current`
+    /// loop (so `PCRunLoop.current`, `PCTimer.scheduledTimer` and ports that
+    /// schedule in the current loop never see it). It exists for loops on
+    /// another clock (tests with a manual clock). Apple has no counterpart:
+    /// there a thread has exactly one loop, which is what `current` keeps.
+    public static func detached(clock: any RunLoopClock = SystemMonotonicClock()) throws(SystemCallError) -> PCRunLoop {
+        try PCRunLoop(owner: .current, clock: clock)
+    }
+
     deinit {
         modes.removeAll()  // the modes' epoll instances first; the loop's own descriptors close with it
     }
 
-    /// The calling thread's run loop, created on first use.
+    /// The calling thread's run loop, created on first use
+    /// (`+[NSRunLoop currentRunLoop]`, `CFRunLoopGetCurrent`). On the main
+    /// thread it is `main`.
     public static var current: PCRunLoop {
         if let loop = currentLoop.value { return loop }
-        let loop: PCRunLoop
-        do throws(SystemCallError) {
-            loop = try PCRunLoop()
-        } catch {
-            preconditionFailure("PCRunLoop.current: cannot create the loop's descriptors: \(error)")
-        }
+        // Made here, or already made by another thread through this thread's
+        // PCThread handle: the same object either way.
+        let loop = ThreadIdentity.isMainThread ? main : PCThread.current.runLoop
         currentLoop.set(loop)
         return loop
+    }
+
+    /// The process's main thread's run loop (`+[NSRunLoop mainRunLoop]`,
+    /// `CFRunLoopGetMain`), created on first use from any thread; the same
+    /// object as `current` on the main thread. Only the main thread runs it;
+    /// other threads add to it, perform on it, wake and stop it.
+    ///
+    /// Like CF's main loop, it services the main dispatch queue: from its
+    /// first run, the queue's wake-up descriptor is a port source in
+    /// `.common`, so blocks queued on `DispatchQueue.main` (and `@MainActor`
+    /// jobs) run while the main thread runs this loop in a common mode, and
+    /// the common modes of the main loop are never empty (as in CF, where
+    /// `RunLoop.main.run()` does not return).
+    public static var main: PCRunLoop {
+        mainLoop.withLock { slot in
+            if let loop = slot { return loop }
+            let loop = make(owner: .main, isMain: true)
+            slot = loop
+            return loop
+        }
+    }
+
+    package static func make(owner: ThreadIdentity, isMain: Bool = false) -> PCRunLoop {
+        do throws(SystemCallError) {
+            return try PCRunLoop(owner: owner, clock: SystemMonotonicClock(), isMain: isMain)
+        } catch {
+            preconditionFailure("PCRunLoop: cannot create the loop's descriptors: \(error)")
+        }
     }
 
     /// Whether the calling thread owns this loop (only it may run it).
@@ -237,3 +285,6 @@ public final class PCRunLoop: @unchecked Sendable {
 
 /// Holds each thread's loop; released when the thread ends.
 private let currentLoop = ThreadSlot<PCRunLoop>()
+/// The main thread's loop, made on first use by whichever thread asks; kept
+/// for the life of the process.
+private let mainLoop = Mutex<PCRunLoop?>(nil)

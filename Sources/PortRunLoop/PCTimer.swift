@@ -56,12 +56,38 @@ public final class PCTimer: RunLoopItem, @unchecked Sendable {
     /// Whether the timer repeats.
     public var repeats: Bool { interval != nil }
 
-    /// The next fire date as scheduled (not including tolerance).
+    /// The next fire date as scheduled (not including tolerance)
+    /// (`-[NSTimer fireDate]`). Setting it (`-[NSTimer setFireDate:]`,
+    /// `CFRunLoopTimerSetNextFireDate`) moves the next firing, in every mode
+    /// the timer is in; a repeating timer continues on the grid of the new
+    /// date. Safe from any thread; wakes the loop so it sleeps for the new date.
     public var fireDate: MonotonicInstant {
-        if let loop = attachment.withLock({ $0.loop }) {
-            return loop.withStateLock { scheduledFireDate }
+        get {
+            if let loop = attachment.withLock({ $0.loop }) {
+                return loop.withStateLock { scheduledFireDate }
+            }
+            return scheduledFireDate
         }
-        return scheduledFireDate
+        set {
+            guard let loop = attachment.withLock({ $0.loop }) else {
+                scheduledFireDate = newValue
+                return
+            }
+            loop.reschedule(self, at: newValue)
+        }
+    }
+
+    /// `+[NSTimer scheduledTimerWithTimeInterval:repeats:block:]`: a timer
+    /// that fires `interval` from now (repeating every `interval` if asked),
+    /// added to the current thread's loop in `.default`.
+    @discardableResult
+    public static func scheduledTimer(
+        withTimeInterval interval: Duration, repeats: Bool, block: @escaping (PCTimer) -> Void
+    ) -> PCTimer {
+        let loop = PCRunLoop.current
+        let timer = PCTimer(fireAt: loop.clock.now() + interval, interval: repeats ? interval : nil, block)
+        loop.add(timer, forMode: .default)
+        return timer
     }
 
     /// Stops the timer for good and removes it from its loop. Idempotent; safe

@@ -22,10 +22,14 @@ extension PCRunLoop {
         public init(_ name: String) { self.name = name }
         public init(stringLiteral value: String) { self.name = value }
 
-        /// The mode a loop runs in unless told otherwise.
-        public static let `default` = Mode("default")
-        /// The common-modes pseudo-mode: adding to it adds to every mode in the common set.
-        public static let common = Mode("common")
+        /// The mode a loop runs in unless told otherwise: `kCFRunLoopDefaultMode`
+        /// (`NSDefaultRunLoopMode`), named as in CF so a mode made from CF's
+        /// string is this one.
+        public static let `default` = Mode("kCFRunLoopDefaultMode")
+        /// The common-modes pseudo-mode (`kCFRunLoopCommonModes`,
+        /// `NSRunLoopCommonModes`): adding to it adds to every mode in the
+        /// common set.
+        public static let common = Mode("kCFRunLoopCommonModes")
 
         public var description: String { name }
     }

@@ -14,20 +14,28 @@ import Glibc
 /// A thread's identity, comparable across threads. The corresponding C
 /// functions are `pthread_self` and `pthread_equal`.
 package struct ThreadIdentity: @unchecked Sendable {
-    // Safe to share: a pthread_t is an opaque value only ever compared.
-    private let thread: pthread_t
+    // Safe to share: a pthread_t is an opaque value only ever compared; nil
+    // stands for the process's main thread, named from any thread.
+    private let thread: pthread_t?
 
     /// The calling thread.
     @inline(__always)
     package static var current: ThreadIdentity { ThreadIdentity(thread: pthread_self()) }
 
+    /// The process's main thread, whichever thread asks (its pthread_t cannot
+    /// be read from another thread, so it is recognised by `isMainThread`).
+    package static var main: ThreadIdentity { ThreadIdentity(thread: nil) }
+
     /// Whether the calling thread is this one.
     @inline(__always)
-    package var isCurrent: Bool { pthread_equal(thread, pthread_self()) != 0 }
+    package var isCurrent: Bool {
+        guard let thread else { return Self.isMainThread }
+        return pthread_equal(thread, pthread_self()) != 0
+    }
 
     /// Whether the calling thread is the process's main thread (its thread id
     /// is the process id). The corresponding C function is `gettid`.
-    static var isMainThread: Bool { port_gettid() == getpid() }
+    package static var isMainThread: Bool { port_gettid() == getpid() }
 }
 
 package enum SystemThread {

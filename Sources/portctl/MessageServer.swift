@@ -63,18 +63,22 @@ final class MessageServer {
             if let pendingFailure {
                 // Handle whatever is ready now, then stop.
                 while !finished && failure == nil,
-                    loop.run(mode: .default, timeout: .zero, returnAfterSourceHandled: true) == .handledSource
+                    loop.runInMode(.default, timeout: .zero, returnAfterSourceHandled: true) == .handledSource
                 {}
                 if finished || failure != nil { break }
                 throw pendingFailure
             }
-            switch loop.run(mode: .default, before: idleDeadline, returnAfterSourceHandled: true) {
+            switch loop.runInMode(.default, before: idleDeadline, returnAfterSourceHandled: true) {
             case .timedOut where MonotonicInstant.now() >= idleDeadline:
                 let seconds = idleTimeout.map { ConnectionOptions.format(Double($0.nanosecondsClamped) / 1e9) } ?? "?"
                 throw Failure(.timedOut, "no message for \(name) within \(seconds) s")
             case .finished:
                 throw Failure(.portInvalid, "the port of \(name) is no longer valid")
             default:
+                // On the main thread the loop is PCRunLoop.main, whose common
+                // modes are never empty (it services the main dispatch queue),
+                // so an invalidated port shows here, not as .finished.
+                if !port.isValid { throw Failure(.portInvalid, "the port of \(name) is no longer valid") }
                 continue
             }
         }

@@ -95,7 +95,7 @@ struct OwnershipOptions: ParsableArguments {
                 if MonotonicInstant.now() >= deadline {
                     throw Failure(.timedOut, "\(name) stayed taken for \(connection.timeoutText)")
                 }
-                _ = loop.run(mode: .default, before: deadline, returnAfterSourceHandled: true)
+                _ = loop.runInMode(.default, before: deadline, returnAfterSourceHandled: true)
             }
         }
     }

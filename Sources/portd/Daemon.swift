@@ -87,7 +87,7 @@ final class Daemon {
         notify("READY=1") { () throws(SystemCallError) in
             try setup.notifier.ready(status: "Serving \(listening)")
         }
-        loop.run()
+        loop.runUntilStopped()  // CFRunLoopRun: a signal handler's stop() ends it
         return exitStatus
     }
 

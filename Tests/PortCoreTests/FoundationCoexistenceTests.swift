@@ -29,7 +29,7 @@ import Testing
         timer.invalidate()
         source.invalidate()
         observer.invalidate()
-        #expect(loop.run(mode: mode, timeout: .zero) == .finished)
+        #expect(loop.runInMode(mode, timeout: .zero) == .finished)
     }
 
     /// Foundation on Linux declares no PortNameServer (NSPortNameServer's

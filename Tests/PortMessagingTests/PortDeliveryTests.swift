@@ -77,7 +77,7 @@ import PortTestSupport
             // No right exists yet: keep the mode from being empty until the first one.
             loop.add(PCTimer(fireAt: .distantFuture) { _ in }, forMode: .default)
             serverReady.signal()
-            loop.run(mode: .default, before: .distantFuture, returnAfterSourceHandled: true)
+            loop.runInMode(.default, before: .distantFuture, returnAfterSourceHandled: true)
         }
         server.go()
         serverReady.wait()
@@ -90,7 +90,7 @@ import PortTestSupport
             }
             try! workerPort.schedule(in: loop, forMode: .default)
             #expect(try! toServer.checkIn(workerPort: workerPort, name: "worker-1") == .sent)
-            loop.run(mode: .default, timeout: .seconds(10), returnAfterSourceHandled: true)
+            loop.runInMode(.default, timeout: .seconds(10), returnAfterSourceHandled: true)
             workerPort.invalidate()
         }
         #expect(workerDone.wait(timeout: .seconds(30)))
@@ -193,7 +193,7 @@ import PortTestSupport
             checkIns.serve(port)
             try! port.schedule(in: loop, forMode: .default)
             loop.add(PCTimer(fireAt: .distantFuture) { _ in }, forMode: .default)
-            loop.run(mode: .default, timeout: .seconds(60))
+            loop.runInMode(.default, timeout: .seconds(60))
         }
         server.go()
         return server

@@ -20,7 +20,7 @@ import PortWire
 private func serve(_ port: PCPort) throws -> LoopThread {
     let thread = LoopThread { loop in
         loop.add(PCTimer(fireAt: .distantFuture) { _ in }, forMode: .default)
-        loop.run(mode: .default, timeout: .seconds(60))
+        loop.runInMode(.default, timeout: .seconds(60))
     }
     try port.schedule(in: thread.loop, forMode: .default)
     thread.go()

@@ -22,7 +22,7 @@ final class ServedPort: @unchecked Sendable {
         self.port = port
         thread = LoopThread { loop in
             loop.add(PCTimer(fireAt: .distantFuture) { _ in }, forMode: .default)
-            loop.run(mode: .default, timeout: .seconds(120))
+            loop.runInMode(.default, timeout: .seconds(120))
         }
         try port.schedule(in: thread.loop, forMode: .default)
         thread.go()
@@ -163,7 +163,7 @@ final class ServedPort: @unchecked Sendable {
             other.signal()
             let r = try! right.request(PCPortMessage(msgid: 3), receiveTimeout: .seconds(5))
             log.add("reply \(r.reply?.msgid ?? 0)")
-            loop.run(mode: .default, timeout: .zero)
+            loop.runInMode(.default, timeout: .zero)
         }
         // The request ran the loop in its private mode: the default mode's
         // signalled source and due timer waited until the default mode ran.
@@ -226,7 +226,7 @@ final class ServedPort: @unchecked Sendable {
                 told.withLock { $0 = true }
             }
             loop.perform(after: .milliseconds(1), inModes: [.default]) { port.invalidate() }
-            loop.run(mode: .default, timeout: .seconds(10), returnAfterSourceHandled: true)
+            loop.runInMode(.default, timeout: .seconds(10), returnAfterSourceHandled: true)
         }
         #expect(told.withLock { $0 })
     }
@@ -265,7 +265,7 @@ final class ServedPort: @unchecked Sendable {
         // The port closes the bad connection: its holder is told, without sending.
         LoopThread.run { loop in
             try! bad.onInvalidation(in: loop, forMode: .default) {}
-            #expect(loop.run(mode: .default, timeout: .seconds(10), returnAfterSourceHandled: true) == .handledSource)
+            #expect(loop.runInMode(.default, timeout: .seconds(10), returnAfterSourceHandled: true) == .handledSource)
         }
         #expect(try bad.send(PCPortMessage(msgid: 1), timeout: .seconds(1)) == .receiverGone)
         #expect(try good.send(PCPortMessage(msgid: 2, strings: ["still served"])) == .sent)

@@ -18,7 +18,7 @@ private let head = ["entry", "beforeTimers", "beforeSources", "beforeWaiting", "
         LoopThread.run { loop in
             _ = recordActivities(loop, .default, r)
             loop.add(PCTimer(fireAt: loop.clock.now() + .milliseconds(5)) { _ in r.add("TIMER") }, forMode: .default)
-            #expect(loop.run(mode: .default, timeout: .seconds(5)) == .finished)
+            #expect(loop.runInMode(.default, timeout: .seconds(5)) == .finished)
         }
         #expect(r.all == head + ["TIMER", "exit"])
     }
@@ -35,7 +35,7 @@ private let head = ["entry", "beforeTimers", "beforeSources", "beforeWaiting", "
                 Thread.detachNewThread { source.signal(); done.signal() }
                 done.wait()
             }, forMode: .default)
-            #expect(loop.run(mode: .default, before: .distantFuture, returnAfterSourceHandled: true) == .handledSource)
+            #expect(loop.runInMode(.default, before: .distantFuture, returnAfterSourceHandled: true) == .handledSource)
         }
         // Woken by the signal: back to step 2, perform in step 4; the pass
         // after a perform polls, so no second before/after waiting.
@@ -61,7 +61,7 @@ private let head = ["entry", "beforeTimers", "beforeSources", "beforeWaiting", "
                 Thread.detachNewThread { _ = send(tx, "ping", 4, Int32(MSG_NOSIGNAL)); done.signal() }
                 done.wait()
             }, forMode: .default)
-            #expect(loop.run(mode: .default, before: .distantFuture, returnAfterSourceHandled: true) == .handledSource)
+            #expect(loop.runInMode(.default, before: .distantFuture, returnAfterSourceHandled: true) == .handledSource)
         }
         #expect(r.all == head + ["RECV 4", "exit"])
     }
@@ -74,7 +74,7 @@ private let head = ["entry", "beforeTimers", "beforeSources", "beforeWaiting", "
             loop.add(RunLoopObserver(activities: .beforeWaiting, repeats: false) { _, _ in
                 PCRunLoop.current.wakeUp()
             }, forMode: .default)
-            #expect(loop.run(mode: .default, timeout: .milliseconds(50)) == .timedOut)
+            #expect(loop.runInMode(.default, timeout: .milliseconds(50)) == .timedOut)
         }
         // The wake-up ends the first sleep and the loop goes round again;
         // the second sleep ends with the timeout.
@@ -86,7 +86,7 @@ private let head = ["entry", "beforeTimers", "beforeSources", "beforeWaiting", "
         LoopThread.run { loop in
             _ = recordActivities(loop, .default, r)
             loop.add(PCTimer(fireAt: .distantFuture) { _ in }, forMode: .default)
-            #expect(loop.run(mode: .default, timeout: .milliseconds(10)) == .timedOut)
+            #expect(loop.runInMode(.default, timeout: .milliseconds(10)) == .timedOut)
         }
         #expect(r.all == head + ["exit"])
     }
@@ -102,8 +102,8 @@ private let head = ["entry", "beforeTimers", "beforeSources", "beforeWaiting", "
             loop.perform(inModes: ["modal"]) { r.add("m") }
             loop.perform(inModes: [.common]) { r.add("c") }
             loop.add(RunLoopObserver(activities: .beforeTimers) { _, _ in r.add("pass") }, forMode: .default)
-            loop.run(mode: "modal", timeout: .zero)
-            loop.run(mode: .default, timeout: .zero)
+            loop.runInMode("modal", timeout: .zero)
+            loop.runInMode(.default, timeout: .zero)
         }
         #expect(r.all == ["m", "pass", "d0", "d1", "d2", "d3", "d4", "c"])
     }
@@ -112,7 +112,7 @@ private let head = ["entry", "beforeTimers", "beforeSources", "beforeWaiting", "
         let r = Recorder()
         let t = LoopThread { loop in
             loop.add(PCTimer(fireAt: .distantFuture) { _ in }, forMode: .default)
-            loop.run(mode: .default, timeout: .seconds(30))
+            loop.runInMode(.default, timeout: .seconds(30))
         }
         let loop = t.loop!
         t.go()
@@ -132,18 +132,18 @@ private let head = ["entry", "beforeTimers", "beforeSources", "beforeWaiting", "
         let r = Recorder()
         LoopThread.run { _ in
             let clock = ManualClock()
-            let loop = try! PCRunLoop(clock: clock)
+            let loop = try! PCRunLoop.detached(clock: clock)
             loop.perform(after: .seconds(2), inModes: [.default]) { r.add("two") }
             let cancelled = loop.perform(after: .seconds(1), inModes: [.default]) { r.add("never") }
             #expect(cancelled.isPending)
             cancelled.cancel()
             #expect(!cancelled.isPending)
             clock.advance(by: .seconds(1))
-            loop.run(mode: .default, timeout: .zero)
+            loop.runInMode(.default, timeout: .zero)
             #expect(r.all.isEmpty)
             clock.advance(by: .seconds(1))
-            loop.run(mode: .default, timeout: .zero)
-            #expect(loop.run(mode: .default, timeout: .zero) == .finished)
+            loop.runInMode(.default, timeout: .zero)
+            #expect(loop.runInMode(.default, timeout: .zero) == .finished)
         }
         #expect(r.all == ["two"])
     }
@@ -155,7 +155,7 @@ private let head = ["entry", "beforeTimers", "beforeSources", "beforeWaiting", "
         let fired = Mutex(0)
         let t = LoopThread { loop in
             loop.add(PCTimer(fireAt: .distantFuture) { _ in }, forMode: .default)
-            loop.run(mode: .default, timeout: .seconds(60))
+            loop.runInMode(.default, timeout: .seconds(60))
         }
         let loop = t.loop!
         t.go()
@@ -194,7 +194,7 @@ private let head = ["entry", "beforeTimers", "beforeSources", "beforeWaiting", "
     @Test func anActorOnARunLoopRunsOnItsThreadWithoutBlockingIt() async {
         let t = LoopThread { loop in
             loop.add(PCTimer(fireAt: .distantFuture) { _ in }, forMode: .default)
-            loop.run(mode: .default, timeout: .seconds(60))
+            loop.runInMode(.default, timeout: .seconds(60))
         }
         let loop = t.loop!
         t.go()

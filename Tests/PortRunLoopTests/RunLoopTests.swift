@@ -33,7 +33,7 @@ import PortTestSupport
         LoopThread.run { loop in
             let r = Recorder()
             _ = recordActivities(loop, "lonely", r)
-            #expect(loop.run(mode: "lonely", timeout: .seconds(5)) == .finished)
+            #expect(loop.runInMode("lonely", timeout: .seconds(5)) == .finished)
             #expect(r.all.isEmpty)
         }
     }
@@ -49,8 +49,8 @@ import PortTestSupport
             #expect(!loop.contains(timer, inMode: "tracking"))
             try! loop.addCommonMode("tracking")
             #expect(loop.contains(timer, inMode: "tracking"))
-            loop.run(mode: "tracking", timeout: .zero)
-            #expect(loop.run(mode: "tracking", timeout: .zero) == .finished)
+            loop.runInMode("tracking", timeout: .zero)
+            #expect(loop.runInMode("tracking", timeout: .zero) == .finished)
         }
         #expect(fired.all == ["timer"])
     }
@@ -67,11 +67,11 @@ import PortTestSupport
             loop.add(keepB, forMode: "B")
             fd.makeReady()
             custom.signal()
-            #expect(loop.run(mode: "B", timeout: .milliseconds(20)) == .timedOut)
+            #expect(loop.runInMode("B", timeout: .milliseconds(20)) == .timedOut)
             #expect(r.all.isEmpty)
-            #expect(loop.run(mode: "A", timeout: .seconds(5), returnAfterSourceHandled: true) == .handledSource)
+            #expect(loop.runInMode("A", timeout: .seconds(5), returnAfterSourceHandled: true) == .handledSource)
             // The custom source performs in step 4, the port in step 9 of the same pass or the next.
-            if r.all.count < 2 { loop.run(mode: "A", timeout: .seconds(5), returnAfterSourceHandled: true) }
+            if r.all.count < 2 { loop.runInMode("A", timeout: .seconds(5), returnAfterSourceHandled: true) }
             #expect(r.all == ["custom", "port"])
         }
     }
@@ -81,7 +81,7 @@ import PortTestSupport
     @Test func stopFromAnotherThreadEndsASleepingRun() {
         let t = LoopThread { loop in
             loop.add(PCTimer(fireAt: .distantFuture) { _ in }, forMode: .default)
-            #expect(loop.run(mode: .default, timeout: .seconds(30)) == .stopped)
+            #expect(loop.runInMode(.default, timeout: .seconds(30)) == .stopped)
         }
         let loop = t.loop!
         // Stop requested before the run starts ends that run at once too.
@@ -122,16 +122,16 @@ import PortTestSupport
             let port = PortSource(sharing: fd.fd) { _ in
                 fd.drain()
                 loop.perform(inModes: ["private"]) { PCRunLoop.current.stop() }
-                let inner = loop.run(mode: "private", timeout: .seconds(30))
+                let inner = loop.runInMode("private", timeout: .seconds(30))
                 r.add("inner:\(inner)")
             }
             try! loop.add(port, forMode: .default)
             fd.makeReady()
-            let outer = loop.run(mode: .default, timeout: .seconds(30), returnAfterSourceHandled: true)
+            let outer = loop.runInMode(.default, timeout: .seconds(30), returnAfterSourceHandled: true)
             r.add("outer:\(outer)")
         }
         #expect(r.all == [
-            "default:entry", "private:entry", "private:exit", "inner:stopped", "default:exit", "outer:handledSource",
+            "kCFRunLoopDefaultMode:entry", "private:entry", "private:exit", "inner:stopped", "kCFRunLoopDefaultMode:exit", "outer:handledSource",
         ])
     }
 
@@ -151,7 +151,7 @@ import PortTestSupport
             let o = RunLoopObserver(activities: [.afterWaiting]) { _, _ in r.add("wake") }
             loop.add(o, forMode: .default)
             a.makeReady(); b.makeReady(); c.makeReady()
-            loop.run(mode: .default, timeout: .seconds(5), returnAfterSourceHandled: true)
+            loop.runInMode(.default, timeout: .seconds(5), returnAfterSourceHandled: true)
         }
         // All three after one wait (step 5 polls them: no sleep, no wake notification).
         #expect(Set(r.all) == ["a", "b", "c"])
@@ -167,9 +167,9 @@ import PortTestSupport
                 if calls.withLock({ $0 += 1; return $0 }) == 2 { fd.drain() }
             }, forMode: .default)
             fd.makeReady()
-            loop.run(mode: .default, timeout: .seconds(5), returnAfterSourceHandled: true)
-            loop.run(mode: .default, timeout: .seconds(5), returnAfterSourceHandled: true)
-            #expect(loop.run(mode: .default, timeout: .milliseconds(10), returnAfterSourceHandled: true) == .timedOut)
+            loop.runInMode(.default, timeout: .seconds(5), returnAfterSourceHandled: true)
+            loop.runInMode(.default, timeout: .seconds(5), returnAfterSourceHandled: true)
+            #expect(loop.runInMode(.default, timeout: .milliseconds(10), returnAfterSourceHandled: true) == .timedOut)
         }
         #expect(calls.withLock { $0 } == 2)
     }
@@ -199,14 +199,14 @@ import PortTestSupport
             late.signal()
             late.signal()  // coalesces
             early.signal()
-            #expect(loop.run(mode: .default, timeout: .seconds(5), returnAfterSourceHandled: true) == .handledSource)
+            #expect(loop.runInMode(.default, timeout: .seconds(5), returnAfterSourceHandled: true) == .handledSource)
             loop.remove(late, forMode: "other")
             late.invalidate()
             late.invalidate()
         }
         #expect(r.all == [
-            "schedule late default", "schedule late other", "perform early", "perform late",
-            "cancel late other", "cancel late default",
+            "schedule late kCFRunLoopDefaultMode", "schedule late other", "perform early", "perform late",
+            "cancel late other", "cancel late kCFRunLoopDefaultMode",
         ])
     }
 
@@ -216,7 +216,7 @@ import PortTestSupport
         let t = LoopThread { loop in
             loop.add(source, forMode: .default)
             // No timer, no timeout: only the signal can end this run.
-            let result = loop.run(mode: .default, before: .distantFuture, returnAfterSourceHandled: true)
+            let result = loop.runInMode(.default, before: .distantFuture, returnAfterSourceHandled: true)
             #expect(result == .handledSource)
         }
         let o = RunLoopObserver(activities: .beforeWaiting, repeats: false) { _, _ in
@@ -234,7 +234,7 @@ import PortTestSupport
             let s = RunLoopSource { _ in r.add("perform") }
             s.signal()
             loop.add(s, forMode: .default)
-            #expect(loop.run(mode: .default, timeout: .seconds(5), returnAfterSourceHandled: true) == .handledSource)
+            #expect(loop.runInMode(.default, timeout: .seconds(5), returnAfterSourceHandled: true) == .handledSource)
         }
         #expect(r.all == ["perform"])
     }
@@ -248,8 +248,8 @@ import PortTestSupport
             loop.add(RunLoopObserver(activities: .entry, order: -1) { _, _ in r.add("-1") }, forMode: .default)
             loop.add(RunLoopObserver(activities: .entry, repeats: false, order: 0) { _, _ in r.add("once") }, forMode: .default)
             loop.add(PCTimer(fireAt: .distantFuture) { _ in }, forMode: .default)
-            loop.run(mode: .default, timeout: .zero)
-            loop.run(mode: .default, timeout: .zero)
+            loop.runInMode(.default, timeout: .zero)
+            loop.runInMode(.default, timeout: .zero)
         }
         #expect(r.all == ["-1", "once", "5", "-1", "5"])
     }
@@ -275,7 +275,7 @@ import PortTestSupport
             try! loop.add(sa, forMode: .default)
             try! loop.add(sb, forMode: .default)
             a.makeReady(); b.makeReady()
-            #expect(loop.run(mode: .default, timeout: .seconds(5)) == .finished)
+            #expect(loop.runInMode(.default, timeout: .seconds(5)) == .finished)
             #expect(!sa.isValid && !sb.isValid)
         }
         // Both were ready in one batch; whichever ran first removed the other.
@@ -296,8 +296,8 @@ import PortTestSupport
                 PCRunLoop.current.stop()
             }, forMode: .default)
             fd.makeReady()
-            #expect(loop.run(mode: .default, timeout: .seconds(5)) == .stopped)
-            #expect(loop.run(mode: .default, timeout: .milliseconds(20)) == .timedOut)
+            #expect(loop.runInMode(.default, timeout: .seconds(5)) == .stopped)
+            #expect(loop.runInMode(.default, timeout: .milliseconds(20)) == .timedOut)
         }
         #expect(r.all == ["port"])
     }
@@ -309,7 +309,7 @@ import PortTestSupport
                 if fired.withLock({ $0 += 1; return $0 }) == 3 { t.invalidate() }
             }
             loop.add(t, forMode: .default)
-            #expect(loop.run(mode: .default, timeout: .seconds(5)) == .finished)
+            #expect(loop.runInMode(.default, timeout: .seconds(5)) == .finished)
         }
         #expect(fired.withLock { $0 } == 3)
     }

@@ -12,7 +12,7 @@ import PortTestSupport
     func withManualLoop(_ body: @escaping @Sendable (PCRunLoop, ManualClock) -> Void) {
         LoopThread.run { _ in
             let clock = ManualClock()
-            let loop = try! PCRunLoop(clock: clock)
+            let loop = try! PCRunLoop.detached(clock: clock)
             body(loop, clock)
         }
     }
@@ -22,13 +22,13 @@ import PortTestSupport
         withManualLoop { loop, clock in
             let t = PCTimer(fireAt: clock.now() + .seconds(10)) { _ in r.add("fire") }
             loop.add(t, forMode: .default)
-            loop.run(mode: .default, timeout: .zero)
+            loop.runInMode(.default, timeout: .zero)
             #expect(r.all.isEmpty)
             clock.advance(by: .seconds(10))
             // A zero timeout has passed by the end of the pass (CFRunLoop checks it before emptiness).
-            #expect(loop.run(mode: .default, timeout: .zero) == .timedOut)
+            #expect(loop.runInMode(.default, timeout: .zero) == .timedOut)
             #expect(r.all == ["fire"])
-            #expect(loop.run(mode: .default, timeout: .zero) == .finished)
+            #expect(loop.runInMode(.default, timeout: .zero) == .finished)
             #expect(!t.isValid)
         }
     }
@@ -42,13 +42,13 @@ import PortTestSupport
             }
             loop.add(t, forMode: .default)
             clock.advance(by: .seconds(13))  // late: fires at 13
-            loop.run(mode: .default, timeout: .zero)
+            loop.runInMode(.default, timeout: .zero)
             #expect(t.fireDate == start + .seconds(20))  // from the scheduled 10, not the actual 13
             clock.advance(by: .seconds(22))  // now 35: 20 and 30 missed
-            loop.run(mode: .default, timeout: .zero)
+            loop.runInMode(.default, timeout: .zero)
             #expect(t.fireDate == start + .seconds(40))
             clock.advance(by: .seconds(5))  // 40
-            loop.run(mode: .default, timeout: .zero)
+            loop.runInMode(.default, timeout: .zero)
             t.invalidate()
         }
         #expect(r.all == ["fire@13", "fire@35", "fire@40"])
@@ -61,7 +61,7 @@ import PortTestSupport
             for i in 0..<20 { loop.add(PCTimer(fireAt: when) { _ in r.add("\(i)") }, forMode: .default) }
             loop.add(PCTimer(fireAt: when + .milliseconds(-1)) { _ in r.add("early") }, forMode: .default)
             clock.advance(by: .seconds(1))
-            loop.run(mode: .default, timeout: .zero)
+            loop.runInMode(.default, timeout: .zero)
         }
         #expect(r.all == ["early"] + (0..<20).map { "\($0)" })
     }
@@ -72,9 +72,9 @@ import PortTestSupport
             loop.add(PCTimer(fireAt: clock.now()) { _ in r.add("A") }, forMode: "A")
             loop.add(PCTimer(fireAt: .distantFuture) { _ in }, forMode: "B")
             clock.advance(by: .seconds(1))
-            loop.run(mode: "B", timeout: .zero)
+            loop.runInMode("B", timeout: .zero)
             #expect(r.all.isEmpty)
-            loop.run(mode: "A", timeout: .zero)
+            loop.runInMode("A", timeout: .zero)
             #expect(r.all == ["A"])
         }
     }
@@ -91,8 +91,8 @@ import PortTestSupport
                 r.add("handler ends")
             }, forMode: .default)
             fd.makeReady()
-            loop.run(mode: .default, timeout: .zero)
-            loop.run(mode: .default, timeout: .zero)
+            loop.runInMode(.default, timeout: .zero)
+            loop.runInMode(.default, timeout: .zero)
         }
         #expect(r.all == ["handler begins", "handler ends", "timer"])
     }
@@ -111,7 +111,7 @@ import PortTestSupport
             #expect(rep.fireDate == clock.now() + .seconds(100))
             once.fire()  // invalid: nothing
             rep.invalidate()
-            #expect(loop.run(mode: .default, timeout: .zero) == .finished)
+            #expect(loop.runInMode(.default, timeout: .zero) == .finished)
         }
         #expect(r.all == ["once", "rep"])
     }
@@ -138,7 +138,7 @@ import PortTestSupport
             loop.add(PCTimer(fireAt: due, tolerance: .milliseconds(10)) { _ in
                 lateness.withLock { $0 = MonotonicInstant.now() - due }
             }, forMode: .default)
-            loop.run(mode: .default, timeout: .seconds(5))
+            loop.runInMode(.default, timeout: .seconds(5))
         }
         let l = lateness.withLock { $0 }!
         #expect(l >= .zero)

@@ -17,19 +17,19 @@ enum LoopAPI {
 
     /// Runs the loop in the default mode until `stop(_:)`.
     @inline(__always)
-    static func runUntilStopped(_ loop: Loop) { loop.run() }
+    static func runUntilStopped(_ loop: Loop) { loop.runUntilStopped() }
 
     /// Runs the loop in the default mode until `stop(_:)` or `timeout`;
     /// true when it was stopped.
     @inline(__always)
     static func runUntilStopped(_ loop: Loop, timeout: Duration) -> Bool {
-        if case .stopped = loop.run(mode: .default, timeout: timeout) { return true }
+        if case .stopped = loop.runInMode(.default, timeout: timeout) { return true }
         return false
     }
 
     /// One pass in the default mode that does not wait.
     @inline(__always)
-    static func runOnePass(_ loop: Loop) { _ = loop.run(mode: .default, timeout: .zero) }
+    static func runOnePass(_ loop: Loop) { _ = loop.runInMode(.default, timeout: .zero) }
 
     /// Ends the innermost run; any thread.
     @inline(__always)

@@ -2,7 +2,7 @@
 // and with 10,000 idle port sources registered (eventfds that never become
 // ready). Issue 2 requires that it not grow with idle sources: epoll reports
 // only ready descriptors, so a pass must never walk the registered ones.
-// Each sample is the mean of a batch of 100 `run(mode:timeout: .zero)`
+// Each sample is the mean of a batch of 100 `runInMode(_:timeout: .zero)`
 // calls. C baseline: c.epoll.pass.idleN (epoll_wait with timeout 0 and the
 // same idle eventfds). Single thread, party 0.
 

@@ -30,7 +30,7 @@ enum PortBenchmarks {
                 self.port = port
                 self.loop = loop
                 _ = bench_eventfd_write(ready)
-                loop.run()
+                loop.runUntilStopped()
                 port.invalidate()
             }
             _ = bench_eventfd_read(ready)

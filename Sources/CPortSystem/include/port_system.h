@@ -81,4 +81,12 @@ int port_get_seals(int fd);
 /* errno as a function: Swift reads it right after the call it belongs to. */
 int port_errno(void);
 
+/* libdispatch's interface for the main run loop (the one Core Foundation
+ * uses): the main queue's wake-up descriptor (an eventfd on Linux, owned by
+ * libdispatch, readable when work was queued on the main queue) and the call
+ * that drains the main queue, on the main thread. Exported by libdispatch but
+ * declared in no public header. */
+int _dispatch_get_main_queue_handle_4CF(void);
+void _dispatch_main_queue_callback_4CF(void *msg);
+
 #endif

@@ -91,14 +91,14 @@ struct Watch: ParsableCommand {
             if state.lost {
                 // Print the changes portd sent before it went, then stop.
                 while !state.done && state.failure == nil,
-                    loop.run(mode: .default, timeout: .zero, returnAfterSourceHandled: true) == .handledSource
+                    loop.runInMode(.default, timeout: .zero, returnAfterSourceHandled: true) == .handledSource
                 {}
                 if let failure = state.failure { throw failure }
                 if state.done { return }
                 throw Failure(.portInvalid, "portd closed the connection")
             }
             let deadline = state.deadline
-            let r = loop.run(mode: .default, before: deadline, returnAfterSourceHandled: true)
+            let r = loop.runInMode(.default, before: deadline, returnAfterSourceHandled: true)
             if r == .timedOut && MonotonicInstant.now() >= state.deadline && !state.done {
                 throw Failure(.timedOut, "no change within \(connection.timeoutText)")
             }

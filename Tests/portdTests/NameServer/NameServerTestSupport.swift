@@ -134,7 +134,7 @@ final class TestLoop: @unchecked Sendable {
             box.loop = loop
             loop.add(PCTimer(fireAt: .distantFuture) { _ in }, forMode: .default)
             ready.signal()
-            while !stopped.isSet { loop.run(mode: .default, timeout: .seconds(60)) }
+            while !stopped.isSet { loop.runInMode(.default, timeout: .seconds(60)) }
             ended.signal()
         }
         thread.start()

@@ -57,7 +57,7 @@ private func listeningSocket(in dir: TemporaryDirectory, _ name: String) throws 
         #expect(another == nil, "pings are expected from another process")
         try withEnvironment(["WATCHDOG_USEC": nil, "WATCHDOG_PID": nil]) {
             #expect(try notifier.watchdogInterval() == nil)
-            let loop = try PCRunLoop()
+            let loop = try PCRunLoop.detached()
             #expect(try SystemdWatchdog.start(on: loop, notifier: notifier, onError: { _ in }) == nil)
         }
         #expect(SystemdWatchdog.pingInterval(for: .seconds(30)) == .seconds(15))
@@ -69,7 +69,7 @@ private func listeningSocket(in dir: TemporaryDirectory, _ name: String) throws 
         try withEnvironment([
             "NOTIFY_SOCKET": receiver.address, "WATCHDOG_USEC": "200000", "WATCHDOG_PID": "\(getpid())",
         ]) {
-            let loop = try PCRunLoop()
+            let loop = try PCRunLoop.detached()
             var errors: [SystemCallError] = []
             let started = MonotonicInstant.now()
             let timer = try #require(try SystemdWatchdog.start(on: loop, notifier: SystemdNotifier()) { errors.append($0) })
@@ -87,7 +87,7 @@ private func listeningSocket(in dir: TemporaryDirectory, _ name: String) throws 
                 }
             }
             try loop.add(source, forMode: .default)
-            let result = loop.run(mode: .default, timeout: HarnessTimeout)
+            let result = loop.runInMode(.default, timeout: HarnessTimeout)
             source.invalidate()
             timer.invalidate()
 
