@@ -97,6 +97,8 @@ final class NameServer {
     var refusalLog: RefusalLog
     var deadlineTimer: (timer: PCTimer, fireAt: MonotonicInstant)?
     var counters = Counters()
+    /// The kernel's word on ports clients hand portd to keep.
+    let passedPortCheck: PassedPortCheck
 
     /// The limits of the control port: small requests, no large data, few
     /// descriptors; up to 65535 components so that a LIST reply can name
@@ -126,6 +128,8 @@ final class NameServer {
         self.registry = Registry(limits: settings.limits)
         self.refusalLog = RefusalLog(logger: logger, clock: loop.clock)
         let controlSocketPath = (try? UnixSocket.boundPath(controlDescriptor)).flatMap { $0 } ?? ""
+        self.passedPortCheck = PassedPortCheck(
+            controlSocketPath: controlSocketPath, portDirectoryPath: directory.path)
         self.port = try PCPort(
             listeningDescriptor: controlDescriptor, limits: Self.controlPortLimits, logger: logger)
         self.store = store
@@ -310,6 +314,19 @@ final class NameServer {
         let context = Context(
             msgid: msgid, client: client, sender: sender, caller: Caller(uid: sender.uid, groups: groups), who: who,
             request: request.verb)
+
+        // A port portd keeps and later sends to must be the client's own.
+        if let passed = message.passedReplyPort {
+            let role: String? =
+                switch request {
+                case .register: "notification port"
+                case .watch: "watcher port"
+                default: nil
+                }
+            if let role, let why = passedPortCheck.refusal(of: passed, role: role, sender: sender) {
+                return refuse(context, .badRequest, why)
+            }
+        }
 
         switch request {
         case .status:
