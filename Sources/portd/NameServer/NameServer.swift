@@ -33,7 +33,10 @@
 //     and waiting lookups are sent with a zero send timeout; a full queue
 //     ends that watch (or that owner's claim), logged;
 //   - a client that misbehaves affects only itself: a bad request gets an
-//     error reply, a malformed record closes its own connection.
+//     error reply, a malformed record closes its own connection;
+//   - every log line a client can cause (refusals, bad requests, invalid
+//     names, malformed records on the control port) goes through the
+//     RefusalLog limit, the lines left out counted.
 
 import Logging
 import PortCore
@@ -131,7 +134,8 @@ final class NameServer {
         self.passedPortCheck = PassedPortCheck(
             controlSocketPath: controlSocketPath, portDirectoryPath: directory.path)
         self.port = try PCPort(
-            listeningDescriptor: controlDescriptor, limits: Self.controlPortLimits, logger: logger)
+            listeningDescriptor: controlDescriptor, limits: Self.controlPortLimits,
+            logger: LimitedLogHandler.logger(over: logger, clock: loop.clock))
         self.store = store
         self.activator = PortActivator(
             loop: loop, mode: mode, logger: logger,
@@ -299,10 +303,10 @@ final class NameServer {
         case .success(let r):
             request = r
         case .failure(.badRequest(let why)):
-            logger.info("bad request: \(why)", metadata: who)
+            refusalLog.log("bad request: \(why)", who)
             return reply(msgid, .error(.badRequest, why))
         case .failure(.invalidName(let why)):
-            logger.info("invalid name: \(why)", metadata: who)
+            refusalLog.log("invalid name: \(why)", who)
             return reply(msgid, .error(.invalidName, why.description))
         case .failure(.tooLarge(let bytes, let limit)):
             return refuse(
