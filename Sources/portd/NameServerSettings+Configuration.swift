@@ -28,6 +28,9 @@ extension NameServerSettings {
             namesPerClient: c.limits.namesPerClient, pendingLookupsPerClient: c.limits.pendingLookupsPerClient,
             watchesPerClient: c.limits.watchesPerClient, clientsPerUID: c.limits.clientsPerUID,
             clients: c.limits.maxClients)
+        if let n = CurrentProcess.descriptorLimit() {
+            limits = DescriptorBudget(limit: n).applied(to: limits, privileged: [0, daemonUID])
+        }
         maximumRequestBytes = c.limits.maxRequestBytes
     }
 }
