@@ -25,6 +25,17 @@ package enum CurrentProcess {
         return UInt64(limit.rlim_cur)
     }
 
+    /// The soft limit on open descriptors (RLIMIT_NOFILE), or nil when it
+    /// cannot be read or is unlimited. The corresponding C function is
+    /// `getrlimit`.
+    package static func descriptorLimit() -> Int? {
+        var limit = rlimit()
+        guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur != rlim_t.max,
+            limit.rlim_cur <= UInt64(Int.max)
+        else { return nil }
+        return Int(limit.rlim_cur)
+    }
+
     /// The corresponding C function is `getpid`.
     package static var id: Int32 { getpid() }
 

@@ -211,6 +211,27 @@ package enum UnixSocket {
         }
     }
 
+    /// The filesystem path of the socket `fd` is connected to (its peer's
+    /// bound address), or nil for an unnamed peer (a socketpair) or an
+    /// abstract one. The corresponding C function is `getpeername`.
+    package static func peerPath(_ fd: borrowing OwnedDescriptor) throws(SystemCallError) -> String? {
+        let fd = fd.rawValue
+        var address = sockaddr_un()
+        var length = socklen_t(MemoryLayout<sockaddr_un>.size)
+        _ = try withUnsafeMutablePointer(to: &address) { p throws(SystemCallError) in
+            try p.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa throws(SystemCallError) in
+                try SystemCall.must("getpeername") { getpeername(fd, sa, &length) }
+            }
+        }
+        let pathBytes = Int(length) - MemoryLayout<sa_family_t>.size
+        guard pathBytes > 0 else { return nil }
+        return withUnsafeBytes(of: address.sun_path) { raw -> String? in
+            let bytes = raw.prefix(pathBytes)
+            guard let first = bytes.first, first != 0 else { return nil }  // abstract
+            return String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
+        }
+    }
+
     /// Unlinks a socket file left behind by a process that is gone, so that
     /// `bind` can use its path; leaves anything else alone. A socket is
     /// stale when connecting to it is refused (nobody bound to it). This is

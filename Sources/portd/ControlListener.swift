@@ -95,8 +95,14 @@ final class ControlListener {
     }
 
     /// Creates the instance directory if needed, binds `location` (replacing
-    /// a stale socket file, never a live one) and listens.
-    static func bind(at location: DaemonSocketLocation, userID: UInt32) throws(StartError) -> ControlListener {
+    /// a stale socket file, never a live one) and listens. `openToEveryone`
+    /// (the system instance, wherever its socket is: the default path or
+    /// `--socket`): the socket file gets mode 0666, so that every uid may
+    /// connect; otherwise it keeps what bind gave it under the umask.
+    static func bind(
+        at location: DaemonSocketLocation, userID: UInt32, openToEveryone: Bool? = nil
+    ) throws(StartError) -> ControlListener {
+        let openToEveryone = openToEveryone ?? (location.origin == .systemInstance)
         do {
             try DaemonDirectory.prepare(for: location, userID: userID)
         } catch {
@@ -108,7 +114,7 @@ final class ControlListener {
         let entry: FileStatus?
         do {
             try UnixSocket.listen(fd, backlog: Self.backlog)
-            if location.origin == .systemInstance {
+            if openToEveryone {
                 // Every uid may connect to the system instance; who may do
                 // what is decided per request (the policy).
                 try FileSystem.setPermissions(path, 0o666)

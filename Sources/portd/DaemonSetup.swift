@@ -87,7 +87,8 @@ struct DaemonSetup {
                     "serving the control socket passed by the service manager",
                     metadata: ["fd": "\(control.fileDescriptor)", "fdname": "\(control.name)"])
             } else {
-                listener = try ControlListener.bind(at: location, userID: userID)
+                listener = try ControlListener.bind(
+                    at: location, userID: userID, openToEveryone: command.instance == .system)
                 logger.info("listening on \(location.path)")
             }
         } catch let error as ControlListener.StartError {

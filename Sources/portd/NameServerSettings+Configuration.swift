@@ -22,12 +22,27 @@ extension NameServerSettings {
             return DeclaredPort(
                 name: name, checkInUIDs: Set(uids), checkInGIDs: Set(d.checkInGIDs), activation: activation)
         }
-        mayRegister = { name, uid, gids in c.registerDecision(name: name.description, uid: uid, gids: gids).allowed }
+        // The system instance, like the D-Bus system bus, lets a name be
+        // registered only where the policy allows it: without
+        // DefaultRegister= no rule means deny, except for root and the uid
+        // portd runs as. The per-user instance stays permissive.
+        let denyByDefault = onlyUID == nil && !c.policy.defaultRegisterIsSet
+        var registering = c
+        if denyByDefault { registering.policy.defaultRegister = .deny }
+        let privileged: Set<UInt32> = [0, daemonUID]
+        mayRegister = { [registering] name, uid, gids in
+            let decision = registering.registerDecision(name: name.description, uid: uid, gids: gids)
+            return decision.allowed || (denyByDefault && decision.byDefault && privileged.contains(uid))
+        }
+        systemRegisterDefaultDenies = denyByDefault
         mayLookUp = { name, uid, gids in c.lookUpDecision(name: name.description, uid: uid, gids: gids).allowed }
         limits = NameRegistryLimits(
             namesPerClient: c.limits.namesPerClient, pendingLookupsPerClient: c.limits.pendingLookupsPerClient,
             watchesPerClient: c.limits.watchesPerClient, clientsPerUID: c.limits.clientsPerUID,
             clients: c.limits.maxClients)
+        if let n = CurrentProcess.descriptorLimit() {
+            limits = DescriptorBudget(limit: n).applied(to: limits, privileged: [0, daemonUID])
+        }
         maximumRequestBytes = c.limits.maxRequestBytes
     }
 }

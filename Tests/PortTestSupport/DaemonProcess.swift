@@ -447,20 +447,21 @@ package final class DaemonProcess {
     /// `declaring` names ports declared as portd.conf(5) would, check-in
     /// allowed to this process's uid (a portd.conf in `directory`, given
     /// with --config).
+    /// `launcher`: a command that execs portd (e.g. `prlimit --nofile=N:N`).
     /// `passing` (FDNAME → descriptor) hands portd descriptors the way
     /// systemd passes its file-descriptor store back: at 3, 4, … with
     /// LISTEN_FDS, LISTEN_FDNAMES and LISTEN_PID (set to portd's own pid by
     /// a launcher that then execs portd, as systemd does after its fork).
     package init(
         socket: String? = nil, arguments: [String] = [], environment: [String: String] = [:],
-        passing: [(name: String, fd: Int32)] = [], declaring: [String] = []
+        passing: [(name: String, fd: Int32)] = [], declaring: [String] = [], launcher: [String] = []
     ) throws {
         directory = try TemporaryDirectory()
         let socketPath = socket ?? directory.appending("portd.sock")
         self.socketPath = socketPath
         notify = try NotifySocket()
         var environment = environment.merging(["NOTIFY_SOCKET": notify.address]) { a, _ in a }
-        var command = [try Binaries.portd, "--socket", socketPath] + arguments
+        var command = launcher + [try Binaries.portd, "--socket", socketPath] + arguments
         if !declaring.isEmpty {
             let config = directory.appending("portd.conf")
             let text = declaring.map { "[Port]\nName=\($0)\nCheckInUser=\(getuid())\n" }.joined(separator: "\n")
@@ -485,10 +486,11 @@ package final class DaemonProcess {
     /// Starts portd and waits for READY=1.
     package static func started(
         socket: String? = nil, arguments: [String] = [], environment: [String: String] = [:],
-        passing: [(name: String, fd: Int32)] = [], declaring: [String] = []
+        passing: [(name: String, fd: Int32)] = [], declaring: [String] = [], launcher: [String] = []
     ) throws -> DaemonProcess {
         let daemon = try DaemonProcess(
-            socket: socket, arguments: arguments, environment: environment, passing: passing, declaring: declaring)
+            socket: socket, arguments: arguments, environment: environment, passing: passing, declaring: declaring,
+            launcher: launcher)
         try daemon.notify.waitFor("READY=1", from: daemon.child)
         return daemon
     }

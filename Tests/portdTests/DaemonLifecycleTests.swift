@@ -31,6 +31,13 @@ import PortTestSupport
         #expect(daemon.child.standardError.contains("received SIGTERM"))
     }
 
+    @Test func theSystemInstanceOpensItsSocketToEveryoneAtAnExplicitPathToo() throws {
+        let daemon = try DaemonProcess.started(arguments: ["--system"])
+        let status = try #require(try FileSystem.status(ofPath: daemon.socketPath))
+        #expect(status.permissions == 0o666, "mode \(String(status.permissions, radix: 8))")
+        #expect(try daemon.stop() == 0)
+    }
+
     @Test func stopsOnSIGINT() throws {
         let dir = try TemporaryDirectory()
         let socket = dir.appending("portd.sock")

@@ -3,7 +3,10 @@
 //   - portd_lookup_send.py, written from portd-protocol(7) alone, looks a
 //     name up through portd and sends to it (a message, and a request whose
 //     reply it prints), and exits with portctl's statuses when it cannot;
-//   - shell_service.sh is a service in shell run by `portctl listen --exec`.
+//   - shell_service.sh is a service in shell run by `portctl listen --exec`;
+//   - the Python example of portd-protocol(7), as written, registers, looks
+//     up, accepts and sends more records than a queue holds (the sockets
+//     portd hands out are non-blocking; the example sets them blocking).
 
 import Foundation
 import Glibc
@@ -37,6 +40,36 @@ import PortTestSupport
         let m = try jsonObject(listener.standardOutput)
         #expect(int(m, "msgid") == 42)
         #expect((m["components"] as? [[String: Any]])?.compactMap { $0["text"] as? String } == ["hello", "wörld"])
+    }
+
+    /// The "Example" of portd-protocol(7)'s NAME SERVER section, as written.
+    static func manPageExample() throws -> String {
+        let page = try String(contentsOfFile: SourceTree.path("man/portd-protocol.7"), encoding: .utf8)
+        let start = try #require(page.range(of: ".Ss Example\nRegistering a name and looking it up, in Python:\n.Bd -literal -offset indent\n"))
+        let end = try #require(page.range(of: "\n.Ed\n", range: start.upperBound..<page.endIndex))
+        return String(page[start.upperBound..<end.lowerBound])
+    }
+
+    @Test func theManPagesPythonExampleWorksAsWritten() throws {
+        let d = try DaemonProcess.started()
+        // The example, then: the sockets block, a connection is accepted
+        // and 1,000 records (more than a socket's queue holds) go through it.
+        let script = "import sys, threading\npath = sys.argv[1]\n" + (try Self.manPageExample()) + """
+
+            assert listening.getblocking() and right.getblocking()
+            conn, _ = listening.accept()
+            got = []
+            reader = threading.Thread(target=lambda: got.extend(conn.recv(64) for _ in range(1000)), daemon=True)
+            reader.start()
+            for i in range(1000):
+                right.send(b"record %d" % i)
+            reader.join()
+            assert got[-1] == b"record 999", got[-1]
+            print("ok")
+            """
+        let result = try run(d, "/usr/bin/python3", ["-c", script, d.socketPath])
+        #expect(result.status == 0, "\(result.standardError)")
+        #expect(result.standardOutput == "ok\n")
     }
 
     @Test func pythonRequestsFromTheShellService() throws {

@@ -67,6 +67,7 @@ struct ConfigurationBuilder {
             switch assignment.key {
             case "DefaultRegister":
                 configuration.policy.defaultRegister = try verdict(assignment, file)
+                configuration.policy.defaultRegisterIsSet = !value.isEmpty
             case "DefaultLookUp":
                 configuration.policy.defaultLookUp = try verdict(assignment, file)
             case "AllowRegister", "DenyRegister", "AllowLookUp", "DenyLookUp":

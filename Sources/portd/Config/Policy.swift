@@ -6,7 +6,9 @@
 // and the clients that are one of its principals. A request is decided by
 // the LAST rule that matches it (so a later file, a drop-in, can refine an
 // earlier one, as in D-Bus policies); when no rule matches, the operation's
-// default decides (allow, unless DefaultRegister=/DefaultLookUp= say deny).
+// default decides (allow, unless DefaultRegister=/DefaultLookUp= say deny;
+// the system instance without DefaultRegister= denies REGISTER to all but
+// root and its own uid: NameServerSettings+Configuration).
 //
 // The per-user instance serves only its own uid: `sameUserOnly(uid)`, or
 // `restricted(toUID:)` to keep a user's own rules as well. That check comes
@@ -52,12 +54,17 @@ struct Policy: Equatable, Sendable {
         var allowed: Bool
         /// The rule, default or restriction that decided, for log lines.
         var reason: String
+        /// No rule matched: DefaultRegister=/DefaultLookUp= decided.
+        var byDefault = false
     }
 
     /// The rules, in the order read.
     var rules: [Rule] = []
     /// The decision when no rule matches a REGISTER.
     var defaultRegister: Verdict = .allow
+    /// Whether DefaultRegister= was given (not empty): the system instance
+    /// denies by default otherwise (NameServerSettings+Configuration).
+    var defaultRegisterIsSet = false
     /// The decision when no rule matches a LOOKUP.
     var defaultLookUp: Verdict = .allow
     /// When set, every other uid is refused before any rule is read.
@@ -94,7 +101,7 @@ struct Policy: Equatable, Sendable {
         }
         let verdict = operation == .register ? defaultRegister : defaultLookUp
         let key = operation == .register ? "DefaultRegister" : "DefaultLookUp"
-        return Decision(allowed: verdict == .allow, reason: "no rule matches; \(key)=\(verdict.rawValue)")
+        return Decision(allowed: verdict == .allow, reason: "no rule matches; \(key)=\(verdict.rawValue)", byDefault: true)
     }
 
     /// The per-user restriction's refusal, or nil when it does not apply.

@@ -62,6 +62,8 @@ enum LimitExceeded: Error, Equatable, Sendable, CustomStringConvertible {
     case watchesPerClient(Int)
     case clientsPerUID(uid: UInt32, limit: Int)
     case clients(Int)
+    case descriptorsPerUID(uid: UInt32, limit: Int)
+    case descriptors(Int)
 
     var description: String {
         switch self {
@@ -70,6 +72,9 @@ enum LimitExceeded: Error, Equatable, Sendable, CustomStringConvertible {
         case .watchesPerClient(let n): "a client may have at most \(n) watches"
         case .clientsPerUID(let uid, let n): "uid \(uid) already has \(n) clients connected"
         case .clients(let n): "portd already serves \(n) clients"
+        case .descriptorsPerUID(let uid, let n):
+            "uid \(uid) already has portd hold \(n) descriptors (connections, watches, registrations)"
+        case .descriptors(let n): "portd already holds \(n) descriptors for its clients"
         }
     }
 }
@@ -86,6 +91,18 @@ struct NameRegistryLimits: Equatable, Sendable {
     var clientsPerUID = 256
     /// Clients (connections) in all.
     var clients = 1024
+    /// Descriptors portd may hold for one uid: its connections, watches
+    /// and registrations (owned or queued) each count one. Derived from
+    /// RLIMIT_NOFILE (DescriptorBudget); unbounded by default.
+    var descriptorsPerUID = Int.max
+    /// Descriptors portd may hold for all the uids that are not
+    /// `privilegedUIDs` together.
+    var descriptors = Int.max
+    /// Descriptors portd may hold for all clients, privileged uids included:
+    /// what it keeps for itself is the rest.
+    var descriptorsInAll = Int.max
+    /// uids held only to `descriptorsInAll` (root, portd's own uid).
+    var privilegedUIDs: Set<UInt32> = []
 }
 
 struct NameRegistry<Handles: NameRegistryHandles> {
@@ -253,6 +270,33 @@ struct NameRegistry<Handles: NameRegistryHandles> {
     /// The earliest deadline of a waiting lookup.
     var nextLookupDeadline: MonotonicInstant? { lookups.values.map(\.deadline).min() }
 
+    // MARK: Descriptors
+
+    /// Descriptors portd holds for the client `record`: its connection, one
+    /// per watch, one per name it owns or waits for (each may carry a
+    /// notification port; counted whether it does or not).
+    private static func descriptors(of record: Client) -> Int { 1 + record.watches.count + record.names.count }
+
+    /// The quota one more descriptor for `uid` would break, if any.
+    /// O(clients): at most MaxClients= records.
+    func descriptorQuota(uid: UInt32) -> LimitExceeded? {
+        let privileged = limits.privilegedUIDs.contains(uid)
+        var ofUID = 0
+        var ofUnprivileged = 0
+        var inAll = 0
+        for record in clients.values {
+            let n = Self.descriptors(of: record)
+            inAll += n
+            if record.uid == uid { ofUID += n }
+            if !limits.privilegedUIDs.contains(record.uid) { ofUnprivileged += n }
+        }
+        if inAll >= limits.descriptorsInAll { return .descriptors(limits.descriptorsInAll) }
+        if privileged { return nil }
+        if ofUID >= limits.descriptorsPerUID { return .descriptorsPerUID(uid: uid, limit: limits.descriptorsPerUID) }
+        if ofUnprivileged >= limits.descriptors { return .descriptors(limits.descriptors) }
+        return nil
+    }
+
     // MARK: Clients
 
     /// Admits `client` (a new connection of `uid`) unless its uid has
@@ -262,6 +306,7 @@ struct NameRegistry<Handles: NameRegistryHandles> {
         if clients.count >= limits.clients { return .clients(limits.clients) }
         let count = clientsByUID[uid, default: 0]
         if count >= limits.clientsPerUID { return .clientsPerUID(uid: uid, limit: limits.clientsPerUID) }
+        if let exceeded = descriptorQuota(uid: uid) { return exceeded }
         clientsByUID[uid] = count + 1
         clients[client] = Client(uid: uid)
         return nil
@@ -320,6 +365,7 @@ struct NameRegistry<Handles: NameRegistryHandles> {
             allowsReplacement: options.contains(.allowReplacement), ticket: takeID(), handle: handle)
         guard var entry = entries[name] else {
             if record.names.count >= limits.namesPerClient { return .limit(.namesPerClient(limits.namesPerClient)) }
+            if let exceeded = descriptorQuota(uid: record.uid) { return .limit(exceeded) }
             record.names.insert(name)
             clients[client] = record
             entries[name] = Entry(owner: candidate, queue: [])
@@ -335,6 +381,7 @@ struct NameRegistry<Handles: NameRegistryHandles> {
             if queuedAt == nil && record.names.count >= limits.namesPerClient {
                 return .limit(.namesPerClient(limits.namesPerClient))
             }
+            if queuedAt == nil, let exceeded = descriptorQuota(uid: record.uid) { return .limit(exceeded) }
             if let queuedAt { entry.queue.remove(at: queuedAt) }
             let old = entry.owner
             clients[old.client]?.names.remove(name)
@@ -350,6 +397,7 @@ struct NameRegistry<Handles: NameRegistryHandles> {
         if let queuedAt { return .queued(entry.queue[queuedAt], position: queuedAt + 1) }
         if options.contains(.doNotQueue) || !canQueue { return .alreadyOwned(entry.owner) }
         if record.names.count >= limits.namesPerClient { return .limit(.namesPerClient(limits.namesPerClient)) }
+        if let exceeded = descriptorQuota(uid: record.uid) { return .limit(exceeded) }
         record.names.insert(name)
         clients[client] = record
         entry.queue.append(candidate)
@@ -454,6 +502,7 @@ struct NameRegistry<Handles: NameRegistryHandles> {
         if record.watches.count >= limits.watchesPerClient {
             return .failure(.watchesPerClient(limits.watchesPerClient))
         }
+        if let exceeded = descriptorQuota(uid: record.uid) { return .failure(exceeded) }
         let id = WatchID(raw: takeID())
         record.watches.insert(id)
         clients[client] = record

@@ -33,7 +33,10 @@
 //     and waiting lookups are sent with a zero send timeout; a full queue
 //     ends that watch (or that owner's claim), logged;
 //   - a client that misbehaves affects only itself: a bad request gets an
-//     error reply, a malformed record closes its own connection.
+//     error reply, a malformed record closes its own connection;
+//   - every log line a client can cause (refusals, bad requests, invalid
+//     names, malformed records on the control port) goes through the
+//     RefusalLog limit, the lines left out counted.
 
 import Logging
 import PortCore
@@ -97,6 +100,8 @@ final class NameServer {
     var refusalLog: RefusalLog
     var deadlineTimer: (timer: PCTimer, fireAt: MonotonicInstant)?
     var counters = Counters()
+    /// The kernel's word on ports clients hand portd to keep.
+    let passedPortCheck: PassedPortCheck
 
     /// The limits of the control port: small requests, no large data, few
     /// descriptors; up to 65535 components so that a LIST reply can name
@@ -126,8 +131,11 @@ final class NameServer {
         self.registry = Registry(limits: settings.limits)
         self.refusalLog = RefusalLog(logger: logger, clock: loop.clock)
         let controlSocketPath = (try? UnixSocket.boundPath(controlDescriptor)).flatMap { $0 } ?? ""
+        self.passedPortCheck = PassedPortCheck(
+            controlSocketPath: controlSocketPath, portDirectoryPath: directory.path)
         self.port = try PCPort(
-            listeningDescriptor: controlDescriptor, limits: Self.controlPortLimits, logger: logger)
+            listeningDescriptor: controlDescriptor, limits: Self.controlPortLimits,
+            logger: LimitedLogHandler.logger(over: logger, clock: loop.clock))
         self.store = store
         self.activator = PortActivator(
             loop: loop, mode: mode, logger: logger,
@@ -295,10 +303,10 @@ final class NameServer {
         case .success(let r):
             request = r
         case .failure(.badRequest(let why)):
-            logger.info("bad request: \(why)", metadata: who)
+            refusalLog.log("bad request: \(why)", who)
             return reply(msgid, .error(.badRequest, why))
         case .failure(.invalidName(let why)):
-            logger.info("invalid name: \(why)", metadata: who)
+            refusalLog.log("invalid name: \(why)", who)
             return reply(msgid, .error(.invalidName, why.description))
         case .failure(.tooLarge(let bytes, let limit)):
             return refuse(
@@ -310,6 +318,19 @@ final class NameServer {
         let context = Context(
             msgid: msgid, client: client, sender: sender, caller: Caller(uid: sender.uid, groups: groups), who: who,
             request: request.verb)
+
+        // A port portd keeps and later sends to must be the client's own.
+        if let passed = message.passedReplyPort {
+            let role: String? =
+                switch request {
+                case .register: "notification port"
+                case .watch: "watcher port"
+                default: nil
+                }
+            if let role, let why = passedPortCheck.refusal(of: passed, role: role, sender: sender) {
+                return refuse(context, .badRequest, why)
+            }
+        }
 
         switch request {
         case .status:

@@ -40,6 +40,9 @@ struct NameServerSettings: Sendable {
     /// Who may LOOKUP, OWNER or WATCH a name, or see it in LIST.
     var mayLookUp: Policy = { _, _, _ in true }
     var limits = NameRegistryLimits()
+    /// The system instance without DefaultRegister=: a name no rule allows
+    /// cannot be registered (said in the refusal).
+    var systemRegisterDefaultDenies = false
     /// The largest request accepted, in bytes of component data (names are
     /// at most 200 bytes; a request is a few words).
     var maximumRequestBytes = 4096

@@ -1,4 +1,6 @@
-// RefusalLog: the log lines of refused requests and connections, at most
+// RefusalLog: the log lines of refused requests and connections (and of
+// bad requests, invalid names, and through LimitedLogHandler the control
+// port's own lines: whatever a client can cause), at most
 // `burst` a second, so a client hammering portd with refused requests
 // cannot flood the journal. The lines left out are counted in one line
 // when the next second's first refusal is logged (every refusal still

@@ -60,7 +60,12 @@ enum RequestAccess: Equatable, Sendable {
             return .allow
         case .register(let name, let declared):
             if declared { return .deny("\(name) is a declared port; its service claims it with CHECKIN") }
-            return settings.mayRegister(name, uid, caller.groups) ? .allow : .deny("uid \(uid) may not register \(name)")
+            if settings.mayRegister(name, uid, caller.groups) { return .allow }
+            if settings.systemRegisterDefaultDenies {
+                return .deny(
+                    "uid \(uid) may not register \(name): the system instance registers only names its policy allows (an AllowRegister= rule in portd.conf(5))")
+            }
+            return .deny("uid \(uid) may not register \(name)")
         case .lookUp(let name):
             return settings.mayLookUp(name, uid, caller.groups) ? .allow : .deny("uid \(uid) may not look up \(name)")
         case .watch(nil):

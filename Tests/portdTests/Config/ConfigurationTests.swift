@@ -144,7 +144,7 @@ private func write(_ text: String, to path: String) throws {
         #expect(p.mayLookUp(name: "public.a", uid: 1002, gids: []))
         #expect(!p.mayLookUp(name: "public.a", uid: 1001, gids: []))
         #expect(!p.mayLookUp(name: "public.b", uid: 1002, gids: []))
-        #expect(p.decide(.lookUp, name: "zzz", uid: 1, gids: []) == .init(allowed: false, reason: "no rule matches; DefaultLookUp=deny"))
+        #expect(p.decide(.lookUp, name: "zzz", uid: 1, gids: []) == .init(allowed: false, reason: "no rule matches; DefaultLookUp=deny", byDefault: true))
 
         let reset = try configuration(("a.conf", "[Policy]\nDefaultRegister=deny\nDefaultRegister=\n"))
         #expect(reset.policy.defaultRegister == .allow)

@@ -1,0 +1,120 @@
+// PassedPortTests: the real portd refuses, as `bad-request`, every port a
+// client hands it to keep (WATCH's watcher port, REGISTER's notification
+// port) that is not a connected AF_UNIX SOCK_SEQPACKET socket whose far end
+// is the client's own: a datagram or stream socket, a connection to
+// another uid's port, a connection to a port portd serves (a looked-up
+// right), a connection to portd's control socket, and the client's own
+// control connection, which would otherwise keep the client's names owned
+// after it exits (portd would hold the client's end and never see it close).
+// A right the client minted (socketpair) is still accepted.
+
+import Foundation
+import Glibc
+import Testing
+
+import PortCore
+import PortTestSupport
+@testable import portd
+
+@Suite struct PassedPortTests {
+    private func started() throws -> DaemonProcess { try DaemonProcess.started() }
+
+    /// SendRights on both ends of a socketpair of `type`.
+    private func pair(_ type: Int32) throws -> (SendRight, SendRight) {
+        var fds: [Int32] = [-1, -1]
+        try #require(socketpair(AF_UNIX, type | Int32(SOCK_CLOEXEC.rawValue), 0, &fds) == 0)
+        return (SendRight(descriptor: OwnedDescriptor(adopting: fds[0])), SendRight(descriptor: OwnedDescriptor(adopting: fds[1])))
+    }
+
+    @Test func aClientsOwnControlConnectionIsRefusedSoItsNamesGoWhenItExits() throws {
+        let portd = try started()
+        let loop = TestLoop()
+        defer { loop.stop() }
+        let watcher = try NameClient(socket: portd.socketPath)
+        let events = try Inbox(on: loop)
+        #expect(try watcher.watch("org.example.immortal", inbox: events).words == ["watching"])
+
+        let owner = try NameClient(socket: portd.socketPath)
+        #expect(try owner.register("org.example.immortal").words.first == "registered")
+        #expect(events.next()?.words.prefix(2) == ["org.example.immortal", "registered"])
+        let refused = try owner.request(MessageID.watch, ["org.example.immortal"], replyPort: owner.right)
+        #expect(refused.words.first == "bad-request")
+        #expect(refused.words.dropFirst().first?.contains("portd") == true, "\(refused.words)")
+        let notify = try owner.request(MessageID.register, ["org.example.other"], replyPort: owner.right)
+        #expect(notify.words.first == "bad-request")
+
+        owner.close()
+        #expect(events.next()?.words.prefix(2) == ["org.example.immortal", "released"])
+        #expect(try portd.stop() == 0)
+    }
+
+    @Test func descriptorsThatAreNotTheClientsOwnConnectionAreRefused() throws {
+        let portd = try started()
+        let loop = TestLoop()
+        defer { loop.stop() }
+        let client = try NameClient(socket: portd.socketPath)
+
+        // Not a SOCK_SEQPACKET connection.
+        let (datagram, datagramPeer) = try pair(Int32(SOCK_DGRAM.rawValue))
+        let (stream, streamPeer) = try pair(Int32(SOCK_STREAM.rawValue))
+        defer { _ = (datagramPeer, streamPeer) }
+        for right in [datagram, stream] {
+            let reply = try client.request(MessageID.watch, [], replyPort: right)
+            #expect(reply.words.first == "bad-request", "\(reply.words)")
+        }
+
+        // Another connection to portd's own control socket.
+        let other = try NameClient(socket: portd.socketPath)
+        let toItself = try client.request(MessageID.watch, [], replyPort: other.right)
+        #expect(toItself.words.first == "bad-request", "\(toItself.words)")
+
+        // A looked-up right to another client's port: portd would deliver
+        // its events there with its own credentials.
+        let owner = try NameClient(socket: portd.socketPath)
+        let registered = try owner.register("org.example.victim")
+        let listening = try #require(registered.ports.first)
+        let victimInbox = try Inbox(on: loop, listening: listening)
+        let found = try client.lookUp("org.example.victim")
+        let victimRight = try #require(found.ports.first)
+        let deputy = try client.request(MessageID.watch, [], replyPort: victimRight)
+        #expect(deputy.words.first == "bad-request", "\(deputy.words)")
+        #expect(victimInbox.next(timeout: .milliseconds(200)) == nil, "nothing reached the victim's port")
+
+        // A right the client minted itself is still a watcher port.
+        let mine = try Inbox(on: loop)
+        #expect(try client.watch(nil, inbox: mine).words == ["watching"])
+        #expect(try portd.stop() == 0)
+    }
+
+    @Test func aConnectionToAnotherUsersPortIsRefused() throws {
+        try #require(getuid() == 0, "this test drops privileges with setpriv: run as root")
+        let portd = try started()
+        let name = "portd-test-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        // Another user's own port: a SOCK_SEQPACKET listener at an abstract name.
+        let script = """
+            import socket, sys, time
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            s.bind("\\0" + sys.argv[1]); s.listen(4)
+            print("ready", flush=True)
+            c, _ = s.accept()
+            time.sleep(30)
+            """
+        let listener = try ChildProcess(
+            executable: "/usr/bin/setpriv",
+            arguments: ["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", script, name],
+            environment: ChildProcess.cleanEnvironment())
+        defer { listener.signal(SIGKILL); _ = try? listener.waitForExit() }
+        try listener.waitForStandardOutput(containing: "ready")
+        let fd = try UnixSocket.makeSocket()
+        try #require(try UnixSocket.connect(fd, to: UnixSocketAddress(abstract: name)) == .connected)
+        let foreign = SendRight(descriptor: fd)
+
+        let client = try NameClient(socket: portd.socketPath)
+        let watch = try client.request(MessageID.watch, [], replyPort: foreign)
+        #expect(watch.words.first == "bad-request", "\(watch.words)")
+        #expect(watch.words.dropFirst().first?.contains("uid 65534") == true, "\(watch.words)")
+        let register = try client.request(MessageID.register, ["org.example.spoof"], replyPort: foreign)
+        #expect(register.words.first == "bad-request", "\(register.words)")
+        #expect(try portd.stop() == 0)
+    }
+}
