@@ -271,9 +271,9 @@ package enum UnixSocket {
     /// ENOTSOCK. The corresponding C function is `getsockopt(SO_DOMAIN,
     /// SO_TYPE, SO_ACCEPTCONN)`.
     package struct Kind: Equatable, Sendable {
-        var isUnix: Bool
-        var isSequentialPacket: Bool
-        var isListening: Bool
+        package var isUnix: Bool
+        package var isSequentialPacket: Bool
+        package var isListening: Bool
 
         /// An AF_UNIX SOCK_SEQPACKET socket in the state asked for.
         package static func sequentialPacket(listening: Bool) -> Kind {
