@@ -194,33 +194,26 @@ package enum UnixSocket {
     /// The filesystem path `fd` is bound to, or nil for an unnamed or
     /// abstract address. The corresponding C function is `getsockname`.
     package static func boundPath(_ fd: borrowing OwnedDescriptor) throws(SystemCallError) -> String? {
-        let fd = fd.rawValue
-        var address = sockaddr_un()
-        var length = socklen_t(MemoryLayout<sockaddr_un>.size)
-        _ = try withUnsafeMutablePointer(to: &address) { p throws(SystemCallError) in
-            try p.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa throws(SystemCallError) in
-                try SystemCall.must("getsockname") { getsockname(fd, sa, &length) }
-            }
-        }
-        let pathBytes = Int(length) - MemoryLayout<sa_family_t>.size
-        guard pathBytes > 0 else { return nil }
-        return withUnsafeBytes(of: address.sun_path) { raw -> String? in
-            let bytes = raw.prefix(pathBytes)
-            guard let first = bytes.first, first != 0 else { return nil }  // abstract
-            return String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
-        }
+        try socketPath(fd.rawValue, call: "getsockname") { getsockname($0, $1, $2) }
     }
 
     /// The filesystem path of the socket `fd` is connected to (its peer's
     /// bound address), or nil for an unnamed peer (a socketpair) or an
     /// abstract one. The corresponding C function is `getpeername`.
     package static func peerPath(_ fd: borrowing OwnedDescriptor) throws(SystemCallError) -> String? {
-        let fd = fd.rawValue
+        try socketPath(fd.rawValue, call: "getpeername") { getpeername($0, $1, $2) }
+    }
+
+    /// The path in the address `get` (getsockname or getpeername) reports.
+    private static func socketPath(
+        _ fd: Int32, call: String,
+        _ get: (Int32, UnsafeMutablePointer<sockaddr>, UnsafeMutablePointer<socklen_t>) -> Int32
+    ) throws(SystemCallError) -> String? {
         var address = sockaddr_un()
         var length = socklen_t(MemoryLayout<sockaddr_un>.size)
         _ = try withUnsafeMutablePointer(to: &address) { p throws(SystemCallError) in
             try p.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa throws(SystemCallError) in
-                try SystemCall.must("getpeername") { getpeername(fd, sa, &length) }
+                try SystemCall.must(call) { get(fd, sa, &length) }
             }
         }
         let pathBytes = Int(length) - MemoryLayout<sa_family_t>.size
