@@ -245,6 +245,34 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
         if notify { h?(id) }
     }
 
+    /// Makes this port receive, from now on, the connections made to the
+    /// listening socket of `other` (a port the name server created), which
+    /// `other` gives up (it is invalidated without closing the socket). So
+    /// an existing port can be given a name (NSPortNameServer
+    /// registerPort:name:). Fails with `.invalidated` when either port is
+    /// invalid or this one already has a listening socket.
+    package func adoptListeningSocket(of other: PCPort) throws(PortError) {
+        guard other !== self, let socket = other.lock.withLock({ () -> SharedDescriptor? in
+            guard other.valid, let l = other.listening, other.connections.isEmpty else { return nil }
+            other.listening = nil
+            return l
+        }) else { throw .invalidated }
+        other.invalidate()
+        let targets: [(PCRunLoop, PCRunLoop.Mode)]? = lock.withLock {
+            guard valid, listening == nil else { return nil }
+            listening = socket
+            listener = PortSource(sharing: socket, events: .readable) { [weak self] _ in
+                self?.acceptAll()
+            }
+            return scheduled
+        }
+        guard let targets else { throw .invalidated }
+        guard let l = lock.withLock({ listener }) else { return }
+        for (loop, mode) in targets {
+            do { try loop.add(l, forMode: mode) } catch { throw .system(error) }
+        }
+    }
+
     /// Lends the listening socket of a named port (nil for an anonymous or
     /// invalidated port); it stays open until `body` returns.
     package func withListeningDescriptor<R: ~Copyable, E: Error>(_ body: (borrowing OwnedDescriptor) throws(E) -> R) throws(E) -> R? {
