@@ -5,7 +5,8 @@
 // allows. Where Objective-C passes the NSPort object itself to the other
 // thread, the port's owner passes a send right (`makeSendRight()`), since a
 // right, not the port, is what another thread or process may hold; the
-// check-in's `sendPort` is the message's `replyPort`.
+// check-in's `sendPort` is the message's `replyPort`. Also the blog
+// example of a secondary thread kept alive by a port nobody sends to.
 
 import Foundation
 import Synchronization
@@ -99,7 +100,69 @@ private final class MyWorkerClass: PCPortDelegate, @unchecked Sendable {
     }
 }
 
+/// The blog example of a thread kept alive by a port nobody sends to
+/// (performSelector:afterDelay: on a secondary thread needs its loop to
+/// run; `[runLoop addPort:[NSMachPort port] forMode:NSDefaultRunLoopMode];
+/// [runLoop run];`, as AFNetworking's network thread does).
+private final class PerformSelectorDemo: @unchecked Sendable {
+    // Safe to share: `log` is a Mutex; `keepAlive` and `loop` are written on the
+    // demo's thread before `running` is signalled and read after.
+    let log = Mutex<[String]>([])
+    let dealt = Completion()
+    let running = Completion()
+    let returned = Completion()
+    var keepAlive: PCPort?
+    var loop: PCRunLoop?
+
+    func performSelectorClick() {
+        Thread.detachNewThread { self.operationPerformSelector() }
+    }
+
+    func operationPerformSelector() {
+        // Not delayed: runs at once, no run loop needed.
+        dealSelector1()
+        // Delayed: a timer on this thread's loop, which must run.
+        let runLoop = PCRunLoop.current
+        runLoop.perform(after: .milliseconds(100), inModes: [.default]) { self.dealSelector() }
+        // A port nobody sends to keeps the loop from returning at once.
+        let port = PCPort()
+        try? runLoop.add(port, forMode: .default)
+        keepAlive = port  // only so that the test can end the thread
+        loop = runLoop
+        running.signal()
+        runLoop.run()
+        log.withLock { $0.append("run returned") }
+        returned.signal()
+    }
+
+    func dealSelector() {
+        log.withLock { $0.append("operationPerformSelector") }
+        dealt.signal()
+    }
+
+    func dealSelector1() { log.withLock { $0.append("not delayed") } }
+}
+
 @Suite(.serialized) struct AppleListingsTests {
+    /// The kept-alive thread: the delayed perform runs, the loop keeps
+    /// running after it (the port is still there), and returns once the
+    /// port is gone.
+    @Test func aPortNobodySendsToKeepsTheThreadsLoopRunning() throws {
+        let demo = PerformSelectorDemo()
+        demo.performSelectorClick()
+        #expect(demo.running.wait(timeout: .seconds(20)))
+        #expect(demo.dealt.wait(timeout: .seconds(20)))
+        // Still running: work sent to the thread later runs there.
+        let later = Completion()
+        demo.loop?.perform(inModes: [.default]) { later.signal() }
+        #expect(later.wait(timeout: .seconds(20)))
+        #expect(demo.log.withLock { $0 } == ["not delayed", "operationPerformSelector"])
+        // The loop returns once its only source is gone.
+        demo.keepAlive?.invalidate()
+        #expect(demo.returned.wait(timeout: .seconds(20)))
+        #expect(demo.log.withLock { $0 } == ["not delayed", "operationPerformSelector", "run returned"])
+    }
+
     /// 3-12 to 3-15: the worker checks in, runs its loop with
     /// runMode:beforeDate:, and exits when asked.
     @Test func listings3_12to3_15TheWorkerChecksInAndExitsWhenAsked() throws {
