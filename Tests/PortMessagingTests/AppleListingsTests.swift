@@ -157,8 +157,11 @@ private final class PerformSelectorDemo: @unchecked Sendable {
         demo.loop?.perform(inModes: [.default]) { later.signal() }
         #expect(later.wait(timeout: .seconds(20)))
         #expect(demo.log.withLock { $0 } == ["not delayed", "operationPerformSelector"])
-        // The loop returns once its only source is gone.
+        // The loop returns once its only source is gone and it wakes:
+        // removing a sleeping loop's last source does not wake it (as in
+        // CF, where that is no guarantee the loop exits), so wake it.
         demo.keepAlive?.invalidate()
+        demo.loop?.wakeUp()
         #expect(demo.returned.wait(timeout: .seconds(20)))
         #expect(demo.log.withLock { $0 } == ["not delayed", "operationPerformSelector", "run returned"])
     }
