@@ -5,10 +5,23 @@
 
 import Foundation
 import PortCore
+import Synchronization
 import Testing
 
 /// The README's snippets, in the README's order.
 enum ReadmeSnippets {
+    /// What the snippets print: their `print` is this one (a member shadows
+    /// the global function), so that nothing reaches the test process's
+    /// standard output, which other tests capture.
+    static let printed = Mutex<[String]>([])
+    static let printedPong = DispatchSemaphore(value: 0)
+
+    static func print(_ items: Any..., separator: String = " ", terminator: String = "\n") {
+        let line = items.map { "\($0)" }.joined(separator: separator)
+        printed.withLock { $0.append(line) }
+        if line == "pong" { printedPong.signal() }
+    }
+
     /// The name-server snippet (needs a running portd: compiled, not run).
     static func nameServer() throws {
         // BEGIN README
@@ -108,6 +121,9 @@ enum ReadmeSnippets {
         thread.start()
         #expect(done.wait(timeout: .now() + 20) == .success)
         #expect(failure.get() == nil)
+        // The request made from another thread got its reply.
+        #expect(ReadmeSnippets.printedPong.wait(timeout: .now() + 20) == .success)
+        #expect(ReadmeSnippets.printed.withLock { $0.first?.hasPrefix("1 hello pid=") } == true)
     }
 }
 
