@@ -21,6 +21,13 @@
 // closes once both let go; the listening socket is held by the port and by
 // its listener source until `invalidate()`.
 //
+// Lifetime (NSRunLoop addPort:forMode: retains the port): while the port is
+// scheduled, each (loop, mode) it is in holds an anchor, a custom source that
+// never fires, whose closure holds the port. So a scheduled port lives, and
+// keeps its mode non-empty (run() blocks) even with no connection yet, until
+// it is removed from that mode, invalidated, or the loop itself goes. The
+// port holds its anchors and loops weakly, so nothing cycles.
+//
 // Threads: the port's mutable state is protected by `lock`; handlers run on
 // the scheduled loop's thread only.
 
@@ -39,9 +46,17 @@ public protocol PCPortDelegate: AnyObject {
     func handle(_ message: PCPortMessage, on port: PCPort) -> PCPortMessage?
 }
 
+/// One mode of one loop the port is scheduled in. Weak both ways: the
+/// loop holds the anchor, the anchor holds the port.
+private struct Scheduling {
+    weak var loop: PCRunLoop?
+    let mode: PCRunLoop.Mode
+    weak var anchor: RunLoopSource?
+}
+
 public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     // Safe to share: immutable fields are set in init; `connections`,
-    // `listening`, `listener`, `scheduled`, `valid`, `delegate`, `handler`,
+    // `listening`, `listener`, `schedulings`, `valid`, `delegate`, `handler`,
     // `onError` and `acceptPaused` are accessed with `lock` held;
     // `transport` only on the loop thread inside a handler (one loop per port).
     public typealias Handler = (PCPortMessage) -> PCPortMessage?
@@ -55,7 +70,11 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     /// once invalidated.
     private var listening: SharedDescriptor?
     private var listener: PortSource?
-    private var scheduled: [(loop: PCRunLoop, mode: PCRunLoop.Mode)] = []
+    private var schedulings: [Scheduling] = []
+    /// The (loop, mode) pairs the port is in, live loops only; lock held.
+    private var scheduled: [(loop: PCRunLoop, mode: PCRunLoop.Mode)] {
+        schedulings.compactMap { s in s.loop.map { ($0, s.mode) } }
+    }
     private var valid = true
     private var invalidationHandlers: [() -> Void] = []
     private var disconnectHandler: ((UInt64) -> Void)?
@@ -226,6 +245,34 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
         if notify { h?(id) }
     }
 
+    /// Makes this port receive, from now on, the connections made to the
+    /// listening socket of `other` (a port the name server created), which
+    /// `other` gives up (it is invalidated without closing the socket). So
+    /// an existing port can be given a name (NSPortNameServer
+    /// registerPort:name:). Fails with `.invalidated` when either port is
+    /// invalid or this one already has a listening socket.
+    package func adoptListeningSocket(of other: PCPort) throws(PortError) {
+        guard other !== self, let socket = other.lock.withLock({ () -> SharedDescriptor? in
+            guard other.valid, let l = other.listening, other.connections.isEmpty else { return nil }
+            other.listening = nil
+            return l
+        }) else { throw .invalidated }
+        other.invalidate()
+        let targets: [(PCRunLoop, PCRunLoop.Mode)]? = lock.withLock {
+            guard valid, listening == nil else { return nil }
+            listening = socket
+            listener = PortSource(sharing: socket, events: .readable) { [weak self] _ in
+                self?.acceptAll()
+            }
+            return scheduled
+        }
+        guard let targets else { throw .invalidated }
+        guard let l = lock.withLock({ listener }) else { return }
+        for (loop, mode) in targets {
+            do { try loop.add(l, forMode: mode) } catch { throw .system(error) }
+        }
+    }
+
     /// Lends the listening socket of a named port (nil for an anonymous or
     /// invalidated port); it stays open until `body` returns.
     package func withListeningDescriptor<R: ~Copyable, E: Error>(_ body: (borrowing OwnedDescriptor) throws(E) -> R) throws(E) -> R? {
@@ -246,12 +293,19 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
 
     // MARK: Scheduling
 
-    /// Adds the port to `loop` in `mode`: its messages are handled when the
-    /// loop runs in that mode. Safe from any thread.
+    /// Adds the port to `loop` in `mode` (NSPort scheduleInRunLoop:forMode:,
+    /// NSRunLoop addPort:forMode:): its messages are handled when the loop
+    /// runs in that mode. The loop retains the port until it is removed from
+    /// that mode or invalidated, and the port counts as a source of the mode
+    /// even before any right to it exists, so `run()` blocks. Scheduling
+    /// again in the same loop and mode does nothing. Safe from any thread.
     public func schedule(in loop: PCRunLoop, forMode mode: PCRunLoop.Mode) throws(PortError) {
-        let sources: [PortSource]? = lock.withLock {
-            guard valid else { return nil }
-            scheduled.append((loop, mode))
+        // The anchor's closure holds the port: the loop retains the port.
+        let anchor = RunLoopSource(perform: { _ in withExtendedLifetime(self) {} })
+        let sources: [PortSource]?? = lock.withLock { () -> [PortSource]?? in
+            guard valid else { return .none }
+            if schedulings.contains(where: { $0.loop === loop && $0.mode == mode }) { return .some(.none) }
+            schedulings.append(Scheduling(loop: loop, mode: mode, anchor: anchor))
             if let listening, listener == nil {
                 listener = PortSource(sharing: listening, events: .readable) { [weak self] _ in
                     self?.acceptAll()
@@ -259,23 +313,29 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
             }
             var all = Array(connections.values)
             if let l = listener, !acceptPaused { all.append(l) }
-            return all
+            return .some(all)
         }
-        guard let sources else { throw .invalidated }
+        guard let outcome = sources else { throw .invalidated }
+        guard let sources = outcome else { return }
+        loop.add(anchor, forMode: mode)
         for s in sources {
             do { try loop.add(s, forMode: mode) } catch { throw .system(error) }
         }
     }
 
-    /// Removes the port from `loop`'s `mode`.
+    /// Removes the port from `loop`'s `mode` (NSPort removeFromRunLoop:forMode:,
+    /// NSRunLoop removePort:forMode:); the loop lets go of it.
     public func remove(from loop: PCRunLoop, forMode mode: PCRunLoop.Mode) {
-        let sources: [PortSource] = lock.withLock {
-            scheduled.removeAll { $0.loop === loop && $0.mode == mode }
+        let (sources, anchors): ([PortSource], [RunLoopSource]) = lock.withLock {
+            let leaving = schedulings.filter { $0.loop === loop && $0.mode == mode }
+            schedulings.removeAll { $0.loop == nil || ($0.loop === loop && $0.mode == mode) }
             var all = Array(connections.values)
             if let l = listener { all.append(l) }
-            return all
+            return (all, leaving.compactMap(\.anchor))
         }
         for s in sources { loop.remove(s, forMode: mode) }
+        // Last: the anchor may hold the last reference to the port.
+        for a in anchors { a.invalidate() }
     }
 
     // MARK: Invalidation
@@ -289,8 +349,9 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     /// loop; holders of rights see their connection hang up. Idempotent;
     /// safe from any thread.
     public func invalidate() {
-        let (sources, handlers, listeningSocket): ([PortSource], [() -> Void], SharedDescriptor?) = lock.withLock {
-            guard valid else { return ([], [], nil) }
+        let (sources, handlers, listeningSocket, anchors):
+            ([PortSource], [() -> Void], SharedDescriptor?, [RunLoopSource]) = lock.withLock {
+            guard valid else { return ([], [], nil, []) }
             valid = false
             var all = Array(connections.values)
             if let l = listener { all.append(l) }
@@ -298,15 +359,20 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
             listener = nil
             let socket = listening
             listening = nil
-            scheduled.removeAll()
+            let anchors = schedulings.compactMap(\.anchor)
+            schedulings.removeAll()
             let h = invalidationHandlers
             invalidationHandlers.removeAll()
-            return (all, h, socket)
+            return (all, h, socket, anchors)
         }
         for s in sources { s.invalidate() }
         // The listening socket closes here, after its source left every loop.
         withExtendedLifetime(listeningSocket) {}
         for h in handlers { h() }
+        // Last: the loops let go of the port (maybe its last reference).
+        withExtendedLifetime(self) {
+            for a in anchors { a.invalidate() }
+        }
     }
 
     // MARK: Serving (loop thread)

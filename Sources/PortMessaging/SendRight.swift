@@ -7,8 +7,9 @@
 // Requests (CFMessagePortSendRequest) flag the record `replyExpected`; the
 // receiver answers with exactly one record on the same connection. While
 // waiting, the requesting thread runs its run loop in a mode private to this
-// right, in which only the reply is serviced. Requests on one right are
-// serialized; a reply that arrives after its request timed out is discarded
+// right, in which only the reply is serviced (or in a mode the caller
+// names). Requests on one right are serialized (by `requestLock`, not by
+// the right's lock, which is never held while the loop runs); a reply that arrives after its request timed out is discarded
 // by the next request (replies come back in order).
 //
 // Invalidation: when the port's owner invalidates it or dies, the connection
@@ -33,9 +34,11 @@ public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvert
     // on another connection takes only `connectionLock`, which is never held
     // while calling out (so sending a right over itself cannot deadlock).
     // The reply sources run only inside `request`, on the requesting thread,
-    // while it holds `lock`, so `reply`/`pendingReplies`/`peerGone` are
-    // touched with the lock held there too.
+    // and take `lock` to touch `reply`/`pendingReplies`/`peerGone`.
     private let lock = Lock()
+    /// Serializes requests on this right; held across the run-loop wait,
+    /// never taken with `lock` held.
+    private let requestLock = Lock()
     private let connectionLock = Mutex<Void>(())
     /// The socket; nil once this right is closed.
     private var connection: SharedDescriptor?
@@ -84,7 +87,7 @@ public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvert
     }
 
     /// The private mode a request runs the loop in.
-    private(set) lazy var replyMode = PCRunLoop.Mode("org.portd.reply.\(id)")
+    var replyMode: PCRunLoop.Mode { PCRunLoop.Mode("org.portd.reply.\(id)") }
 
     public var description: String {
         currentConnection().map { "SendRight(fd: \($0.descriptor.description))" } ?? "SendRight(invalidated)"
@@ -179,35 +182,76 @@ public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvert
 
     // MARK: Request / reply
 
-    /// Sends `message` as a request and waits for the reply, running the
-    /// calling thread's run loop in a mode private to this right so that only
-    /// the reply is serviced meanwhile.
+    /// Sends `message` as a request and waits for the reply
+    /// (CFMessagePortSendRequest), running the calling thread's run loop
+    /// meanwhile in `replyMode`: by default a mode private to this right, so
+    /// that only the reply is serviced; pass a mode of your own (`.default`,
+    /// as CF's replyMode kCFRunLoopDefaultMode) to keep that mode's timers
+    /// and sources running while waiting. Requests on one right are
+    /// serialized, but the right's lock is not held while the loop runs:
+    /// other threads' `send` and `isValid` on the right proceed meanwhile.
+    /// A `stop()` of the loop that arrives during the wait is passed on to
+    /// the run this request was nested in, once the request returns.
     public func request(
-        _ message: PCPortMessage, sendTimeout: Duration = .seconds(30), receiveTimeout: Duration = .seconds(30)
+        _ message: PCPortMessage, sendTimeout: Duration = .seconds(30), receiveTimeout: Duration = .seconds(30),
+        replyMode: PCRunLoop.Mode? = nil
     ) throws(PortError) -> RequestResult {
         let loop = PCRunLoop.current
-        return try lock.withLock { () throws(PortError) -> RequestResult in
-            if let early = try sendRequestLocked(message, sendTimeout: sendTimeout) { return early }
-            // Level-triggered: a reply that is already there is reported at once.
-            try ensureReplySource(on: loop)
+        let mode = replyMode ?? self.replyMode
+        return try requestLock.withLock { () throws(PortError) -> RequestResult in
+            let early = try lock.withLock { () throws(PortError) -> RequestResult? in
+                if let early = try sendRequestLocked(message, sendTimeout: sendTimeout) { return early }
+                // Level-triggered: a reply that is already there is reported at once.
+                try ensureReplySource(on: loop, mode: mode)
+                return nil
+            }
+            if let early { return early }
+            var stopped = false
+            defer {
+                if mode != self.replyMode { leaveReplyMode(mode, of: loop) }
+                if stopped { loop.stop() }  // for the run we were nested in
+            }
             let deadline = loop.clock.now() + receiveTimeout
             while true {
-                if let r = reply {
-                    reply = nil
-                    return .reply(r)
+                switch try lock.withLock({ () throws(PortError) -> RequestResult? in try takeOutcomeLocked() }) {
+                case .some(let outcome): return outcome
+                case .none: break
                 }
-                if let e = replyError {
-                    replyError = nil
-                    throw e
-                }
-                if peerGone { return .invalidPort }
-                switch loop.runInMode(replyMode, before: deadline, returnAfterSourceHandled: true) {
-                case .timedOut: if reply == nil && !peerGone { return .receiveTimedOut }
+                switch loop.runInMode(mode, before: deadline, returnAfterSourceHandled: true) {
+                case .timedOut:
+                    if let outcome = try lock.withLock({ () throws(PortError) -> RequestResult? in try takeOutcomeLocked() }) {
+                        return outcome
+                    }
+                    return .receiveTimedOut
                 case .finished: return .invalidPort
-                case .stopped, .handledSource: continue
+                case .stopped:
+                    stopped = true
+                    continue
+                case .handledSource: continue
                 }
             }
         }
+    }
+
+    /// Lock held: the reply, error or hang-up a request waits for, if it came.
+    private func takeOutcomeLocked() throws(PortError) -> RequestResult? {
+        if let r = reply {
+            reply = nil
+            return .reply(r)
+        }
+        if let e = replyError {
+            replyError = nil
+            throw e
+        }
+        if peerGone { return .invalidPort }
+        return nil
+    }
+
+    /// Takes the reply source out of a mode that is not this right's own
+    /// once a request that waited in it is over, so it keeps nothing alive.
+    private func leaveReplyMode(_ mode: PCRunLoop.Mode, of loop: PCRunLoop) {
+        guard let source = lock.withLock({ replySources[ObjectIdentifier(loop)]?.source }) else { return }
+        loop.remove(source, forMode: mode)
     }
 
     /// Sends the request half of an async request; returns a result when
@@ -276,24 +320,28 @@ public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvert
 
     package func endAsyncRequest() { lock.withLock { asyncInFlight = false } }
 
-    /// Lock held.
-    private func ensureReplySource(on loop: PCRunLoop) throws(PortError) {
+    /// Lock held: the source that reads replies on `loop`, added to `mode`.
+    private func ensureReplySource(on loop: PCRunLoop, mode: PCRunLoop.Mode) throws(PortError) {
         let key = ObjectIdentifier(loop)
-        if replySources[key] != nil { return }
-        guard let connection else { throw .invalidated }
-        let source = PortSource(sharing: connection, events: .readable) { [unowned self] _ in
-            // Runs inside `request`, on its thread, with `lock` held by it.
-            self.readReply()
+        let source: PortSource
+        if let existing = replySources[key] {
+            source = existing.source
+        } else {
+            guard let connection else { throw .invalidated }
+            source = PortSource(sharing: connection, events: .readable) { [unowned self] _ in
+                // Runs inside `request`, on its thread.
+                self.lock.withLock { self.readReply() }
+            }
+            replySources[key] = (loop, source)
         }
         do {
-            try loop.add(source, forMode: replyMode)
+            try loop.add(source, forMode: mode)
         } catch {
             throw .system(error)
         }
-        replySources[key] = (loop, source)
     }
 
-    /// Reads one record from the connection: a reply, or a stale one to drop.
+    /// Lock held: reads one record from the connection: a reply, or a stale one to drop.
     private func readReply() {
         guard let t = transport, let connection else { return }
         do {

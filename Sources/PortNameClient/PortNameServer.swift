@@ -17,7 +17,15 @@
 // whether the connection hung up (the port's owner invalidated it or
 // died), and a dead one is dropped and looked up afresh. A right to an
 // owner that was *replaced* but still lives keeps leading to that owner:
-// `lookup(..., cached: false)` or `forget(_:)` asks again.
+// `lookup(..., cached: false)` or `forget(_:)` asks again. The cache only
+// shares rights, never owns them for their holders: a right handed out
+// lives as long as its holder keeps it, whatever becomes of this client
+// (invalidate, deinit) or of the cache entry (forget, a newer lookup).
+//
+// The shared client (`PortNameServer.shared`, NSMessagePortNameServer's
+// sharedInstance) is made on first use and kept for the process's life, so
+// the names registered through it last until removed, their port is
+// invalidated, or the process exits.
 //
 // Threads: safe from any thread. Mutable state (`cache`, `acquisitions`) is
 // behind `state`'s lock; the control right is immutable and serialises its
@@ -87,17 +95,17 @@ public final class PortNameServer: Sendable {
 
     /// Closes the connection: portd releases every name it registered and
     /// drops its queue places and watches; local watches end (their
-    /// AsyncSequences finish). Idempotent.
+    /// AsyncSequences finish). Rights it looked up keep working for whoever
+    /// holds them. Idempotent.
     public func invalidate() {
-        let (cached, ports) = state.withLock { s in
+        let ports = state.withLock { s in
             defer {
                 s.cache.removeAll()
                 s.acquisitions.removeAll()
                 s.watches.removeAll()
             }
-            return (Array(s.cache.values), Array(s.acquisitions.values) + Array(s.watches.values))
+            return Array(s.acquisitions.values) + Array(s.watches.values)
         }
-        for right in cached { right.invalidate() }
         for port in ports { port.invalidate() }
         control.invalidate()
     }
@@ -400,22 +408,17 @@ public final class PortNameServer: Sendable {
         if cached, let right = cachedRight(name) { return right }
         switch try resolve(name, wait: wait) {
         case .found(let right, _):
-            if cached {
-                let replaced = state.withLock { s in
-                    defer { s.cache[name] = right }
-                    return s.cache[name]
-                }
-                if let replaced, replaced !== right { replaced.invalidate() }
-            }
+            // A right this replaces in the cache stays with its holders.
+            if cached { state.withLock { $0.cache[name] = right } }
             return right
         case .notFound, .timedOut:
             return nil
         }
     }
 
-    /// Drops the cached right for `name`, if any.
+    /// Drops the cached right for `name`, if any (holders of it keep it).
     public func forget(_ name: String) {
-        state.withLock { $0.cache.removeValue(forKey: name) }?.invalidate()
+        _ = state.withLock { $0.cache.removeValue(forKey: name) }
     }
 
     /// The cached right for `name` when its connection has not hung up.
@@ -432,8 +435,7 @@ public final class PortNameServer: Sendable {
         state.withLock { s in
             if s.cache[name] === right { s.cache[name] = nil }
         }
-        right.invalidate()
-        return nil
+        return nil  // its holders, if any, find it hung up
     }
 
     /// Sends `message` to `name`'s port: looks it up (cached), and when the

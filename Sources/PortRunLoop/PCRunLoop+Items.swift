@@ -118,6 +118,7 @@ extension PCRunLoop {
             }
         }
         for c in cancels { c() }
+        wakeAfterRemoval()
     }
 
     /// Removes an invalidated item from every mode.
@@ -137,6 +138,13 @@ extension PCRunLoop {
             for ms in modes.values { extract(item, from: ms, cancels: &cancels) }
         }
         for c in cancels { c() }
+        wakeAfterRemoval()
+    }
+
+    /// A removal may have emptied the mode a sleeping loop waits in: wake
+    /// it, so that its run sees the empty mode and returns.
+    private func wakeAfterRemoval() {
+        lock.withLock { wakeIfSleeping() }
     }
 
     /// Called with the lock held: sequence numbers and epoll tokens, once.

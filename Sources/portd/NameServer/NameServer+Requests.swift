@@ -95,7 +95,7 @@ extension NameServer {
         let waiting = replyPort.flatMap { port in deadline.map { (deadline: $0, handle: port) } }
         switch registry.lookUp(name, client: c.client, waitUntil: waiting) {
         case .found(let owner):
-            return found(c.msgid, name, owner: owner.credentials)
+            return found(c.msgid, name, owner: owner.credentials, releaseIfDeaf: true)
         case .notFound:
             return reply(c.msgid, .error(.notFound, "no port is registered as \(name)"))
         case .waiting:
@@ -109,8 +109,14 @@ extension NameServer {
     }
 
     /// "found", a new connection to the name's port (its owner's socket
-    /// file, or `file`), and its owner.
-    func found(_ msgid: UInt32, _ name: PortName, file: PortSocketFile? = nil, owner: Credentials) -> PCPortMessage {
+    /// file, or `file`), and its owner. With `releaseIfDeaf`, an owner
+    /// whose port no longer listens (the connect is refused) loses the
+    /// name, so LIST, OWNER and LOOKUP agree; its queue and watchers learn
+    /// it as a release.
+    func found(
+        _ msgid: UInt32, _ name: PortName, file: PortSocketFile? = nil, owner: Credentials, releaseIfDeaf: Bool = false
+    ) -> PCPortMessage {
+        let ownersFile = file == nil  // not a declared port's
         guard let file = file ?? registry.owner(of: name)?.handle.socket else {
             logger.error("\(name) has an owner but no socket file", metadata: ["name": "\(name)"])
             return reply(msgid, .error(.internal, "\(name) has no socket"))
@@ -123,6 +129,12 @@ extension NameServer {
                 msgid, .limit, "the port \(name) accepts no more connections now (backlog full)", request: "LOOKUP",
                 who: ["name": "\(name)"])
         case .refused:
+            if releaseIfDeaf, ownersFile, let deaf = registry.owner(of: name),
+                case .released(let change) = registry.release(name, client: deaf.client, now: WallClock.unixMilliseconds())
+            {
+                logger.info("\(name) released: its owner's port no longer listens", metadata: ["name": "\(name)"])
+                apply(change, requesterSocket: nil)
+            }
             return reply(msgid, .error(.notFound, "the owner of \(name) no longer listens on it"))
         case .failed(let error):
             logger.error("cannot connect to \(name): \(error)", metadata: ["name": "\(name)"])

@@ -1,0 +1,137 @@
+// The README's Swift snippets, compiled here verbatim (each between the
+// BEGIN/END README markers of a function below, indented, imports left out:
+// this file imports what they do) and checked to be the README's text, so
+// the two cannot drift; the snippet that needs no running portd is run too.
+
+import Foundation
+import PortCore
+import Synchronization
+import Testing
+
+/// The README's snippets, in the README's order.
+enum ReadmeSnippets {
+    /// What the snippets print: their `print` is this one (a member shadows
+    /// the global function), so that nothing reaches the test process's
+    /// standard output, which other tests capture.
+    static let printed = Mutex<[String]>([])
+    static let printedPong = DispatchSemaphore(value: 0)
+
+    static func print(_ items: Any..., separator: String = " ", terminator: String = "\n") {
+        let line = items.map { "\($0)" }.joined(separator: separator)
+        printed.withLock { $0.append(line) }
+        if line == "pong" { printedPong.signal() }
+    }
+
+    /// The name-server snippet (needs a running portd: compiled, not run).
+    static func nameServer() throws {
+        // BEGIN README
+        let names = try PortNameServer.shared                 // [NSMessagePortNameServer sharedInstance]: the per-user portd, or $PORTD_SOCKET
+        let echo = PCPort { m in PCPortMessage(msgid: m.msgid, components: m.components) }
+        try PCRunLoop.current.add(echo, forMode: .default)   // the loop keeps the port (addPort:forMode:)
+        try names.register(echo, name: "org.example.echo")   // registerPort:name:, until removed, the port invalidated, or exit
+        let right = try names.port(forName: "org.example.echo")   // portForName:; the right is yours as long as you keep it
+        let watch = try names.watch("org.example.echo") { change in print(change.event, change.newOwner as Any) }
+        // END README
+        _ = (right, watch)
+    }
+
+    /// The port, send right and request snippet.
+    static func portAndRequest() throws {
+        // BEGIN README
+        let loop = PCRunLoop.current
+        let port = PCPort { message in                      // an anonymous port (NSMachPort)
+            print(message.msgid, message.components.first?.string ?? "", message.sender!)
+            return PCPortMessage(msgid: message.msgid, strings: ["pong"])  // the reply, for requests
+        }
+        try port.schedule(in: loop, forMode: .default)
+        let right = try port.makeSendRight()                 // a send right: an AF_UNIX SOCK_SEQPACKET socket
+        try right.send(PCPortMessage(msgid: 1, strings: ["hello"]), timeout: .seconds(1))
+        loop.runInMode(.default, timeout: .seconds(1), returnAfterSourceHandled: true)
+
+        // CFMessagePortSendRequest: the reply is awaited in a private run-loop mode
+        // (or the one `replyMode:` names), here from another thread than the
+        // port's, as it would be across processes; the port's loop serves it.
+        Thread.detachNewThread {
+            if case .reply(let answer)? = try? right.request(PCPortMessage(msgid: 2), receiveTimeout: .seconds(1)) {
+                print(answer.components.first?.string ?? "")   // "pong"
+            }
+        }
+        loop.runInMode(.default, timeout: .seconds(1), returnAfterSourceHandled: true)
+        // END README
+    }
+}
+
+@Suite struct ReadmeSnippetTests {
+    private static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent()
+
+    /// The ```swift blocks of README.md, without their import lines.
+    private static func readmeBlocks() throws -> [String] {
+        let text = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        var blocks: [String] = []
+        var current: [String]?
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            if current == nil, line == "```swift" {
+                current = []
+            } else if current != nil, line == "```" {
+                blocks.append(current!.joined(separator: "\n"))
+                current = nil
+            } else if current != nil, !line.hasPrefix("import ") {
+                current!.append(String(line))
+            }
+        }
+        return blocks.map { $0.trimmingCharacters(in: .newlines) }
+    }
+
+    /// The text between the markers of this file, de-indented.
+    private static func compiledBlocks() throws -> [String] {
+        let text = try String(contentsOf: URL(fileURLWithPath: #filePath), encoding: .utf8)
+        var blocks: [String] = []
+        var current: [String]?
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            if trimmed == "// BEGIN README" {
+                current = []
+            } else if trimmed == "// END README" {
+                blocks.append(current!.joined(separator: "\n"))
+                current = nil
+            } else if current != nil {
+                current!.append(line.hasPrefix("        ") ? String(line.dropFirst(8)) : String(line))
+            }
+        }
+        return blocks.map { $0.trimmingCharacters(in: .newlines) }
+    }
+
+    @Test func theCompiledSnippetsAreTheReadmes() throws {
+        let readme = try Self.readmeBlocks()
+        let compiled = try Self.compiledBlocks()
+        #expect(readme.count == compiled.count)
+        for (r, c) in zip(readme, compiled) { #expect(r == c) }
+    }
+
+    @Test func thePortSnippetRuns() throws {
+        // On a thread of its own: the snippet leaves its port in that
+        // thread's loop, which must not be a shared executor thread's.
+        let done = DispatchSemaphore(value: 0)
+        let failure = LockedError()
+        let thread = Thread {
+            do { try ReadmeSnippets.portAndRequest() } catch { failure.set(error) }
+            done.signal()
+        }
+        thread.start()
+        #expect(done.wait(timeout: .now() + 20) == .success)
+        #expect(failure.get() == nil)
+        // The request made from another thread got its reply.
+        #expect(ReadmeSnippets.printedPong.wait(timeout: .now() + 20) == .success)
+        #expect(ReadmeSnippets.printed.withLock { $0.first?.hasPrefix("1 hello pid=") } == true)
+    }
+}
+
+/// An error one thread reports to another.
+final class LockedError: @unchecked Sendable {
+    // Safe to share: `error` is accessed with `lock` held.
+    private let lock = NSLock()
+    private var error: (any Error)?
+    func set(_ e: any Error) { lock.withLock { error = e } }
+    func get() -> (any Error)? { lock.withLock { error } }
+}

@@ -1,0 +1,187 @@
+// Listings 3-12 to 3-15 of Apple's Run Loops guide ("Configuring a
+// Port-Based Input Source": the main thread launches a worker with a port,
+// the worker checks in with a port of its own, then runs its loop with
+// runMode:beforeDate: until asked to exit), ported as literally as Swift
+// allows. Where Objective-C passes the NSPort object itself to the other
+// thread, the port's owner passes a send right (`makeSendRight()`), since a
+// right, not the port, is what another thread or process may hold; the
+// check-in's `sendPort` is the message's `replyPort`. Also the blog
+// example of a secondary thread kept alive by a port nobody sends to.
+
+import Foundation
+import Synchronization
+import Testing
+import PortRunLoop
+import PortSystem
+import PortTestSupport
+@testable import PortMessaging
+
+private let kCheckinMessage: UInt32 = 100
+private let kExitMessage: UInt32 = 101
+
+/// The main thread's side (Listings 3-12 and 3-13).
+private final class MainThreadController: PCPortDelegate, @unchecked Sendable {
+    // Safe to share: `distantPort` is written on the main loop's thread in
+    // `handle` and read by the test after `checkedIn` is signalled.
+    var distantPort: SendRight?
+    let checkedIn = Completion()
+    let workerExited = Completion()
+
+    /// Listing 3-12: launchThread.
+    func launchThread() throws {
+        let myPort = PCPort()
+        // This class handles incoming port messages.
+        myPort.setDelegate(self)
+        // Install the port as an input source on the current run loop.
+        try PCRunLoop.current.add(myPort, forMode: .default)
+        // Detach the thread. Let the worker release the port (here: a right to it).
+        let right = try myPort.makeSendRight()
+        let exited = workerExited
+        Thread.detachNewThread {
+            MyWorkerClass.launchThread(withPort: right)
+            exited.signal()
+        }
+    }
+
+    /// Listing 3-13: handlePortMessage:.
+    func handle(_ portMessage: PCPortMessage, on port: PCPort) -> PCPortMessage? {
+        let message = portMessage.msgid
+        if message == kCheckinMessage {
+            // Get the worker thread's communications port.
+            let distantPort = portMessage.replyPort
+            // Retain and save the worker port for later use.
+            storeDistantPort(distantPort)
+        } else {
+            // Handle other messages.
+        }
+        return nil
+    }
+
+    func storeDistantPort(_ port: SendRight?) {
+        distantPort = port
+        checkedIn.signal()
+    }
+}
+
+/// The worker's side (Listings 3-14 and 3-15).
+private final class MyWorkerClass: PCPortDelegate, @unchecked Sendable {
+    // Safe to share: used on the worker's thread only (its loop's handler).
+    var remotePort: SendRight?
+    var shouldExit = false
+
+    /// Listing 3-14: LaunchThreadWithPort:.
+    static func launchThread(withPort inData: SendRight) {
+        // Set up the connection between this thread and the main thread.
+        let distantPort = inData
+        let workerObj = MyWorkerClass()
+        workerObj.sendCheckinMessage(distantPort)
+        // Let the run loop process things.
+        repeat {
+            PCRunLoop.current.run(mode: .default, before: .distantFuture)
+        } while !workerObj.shouldExit
+    }
+
+    /// Listing 3-15: sendCheckinMessage:.
+    func sendCheckinMessage(_ outPort: SendRight) {
+        // Retain and save the remote port for future use.
+        remotePort = outPort
+        // Create and configure the worker thread port.
+        let myPort = PCPort()
+        myPort.setDelegate(self)
+        try? PCRunLoop.current.add(myPort, forMode: .default)
+        // Create the check-in message; finish configuring it and send it immediately.
+        let messageObj = PCPortMessage(msgid: kCheckinMessage)
+        _ = try? outPort.send(messageObj, before: .now(), replyPort: myPort)
+    }
+
+    func handle(_ message: PCPortMessage, on port: PCPort) -> PCPortMessage? {
+        if message.msgid == kExitMessage { shouldExit = true }
+        return nil
+    }
+}
+
+/// The blog example of a thread kept alive by a port nobody sends to
+/// (performSelector:afterDelay: on a secondary thread needs its loop to
+/// run; `[runLoop addPort:[NSMachPort port] forMode:NSDefaultRunLoopMode];
+/// [runLoop run];`, as AFNetworking's network thread does).
+private final class PerformSelectorDemo: @unchecked Sendable {
+    // Safe to share: `log` is a Mutex; `keepAlive` and `loop` are written on the
+    // demo's thread before `running` is signalled and read after.
+    let log = Mutex<[String]>([])
+    let dealt = Completion()
+    let running = Completion()
+    let returned = Completion()
+    var keepAlive: PCPort?
+    var loop: PCRunLoop?
+
+    func performSelectorClick() {
+        Thread.detachNewThread { self.operationPerformSelector() }
+    }
+
+    func operationPerformSelector() {
+        // Not delayed: runs at once, no run loop needed.
+        dealSelector1()
+        // Delayed: a timer on this thread's loop, which must run.
+        let runLoop = PCRunLoop.current
+        runLoop.perform(after: .milliseconds(100), inModes: [.default]) { self.dealSelector() }
+        // A port nobody sends to keeps the loop from returning at once.
+        let port = PCPort()
+        try? runLoop.add(port, forMode: .default)
+        keepAlive = port  // only so that the test can end the thread
+        loop = runLoop
+        running.signal()
+        runLoop.run()
+        log.withLock { $0.append("run returned") }
+        returned.signal()
+    }
+
+    func dealSelector() {
+        log.withLock { $0.append("operationPerformSelector") }
+        dealt.signal()
+    }
+
+    func dealSelector1() { log.withLock { $0.append("not delayed") } }
+}
+
+@Suite(.serialized) struct AppleListingsTests {
+    /// The kept-alive thread: the delayed perform runs, the loop keeps
+    /// running after it (the port is still there), and returns once the
+    /// port is gone.
+    @Test func aPortNobodySendsToKeepsTheThreadsLoopRunning() throws {
+        let demo = PerformSelectorDemo()
+        demo.performSelectorClick()
+        #expect(demo.running.wait(timeout: .seconds(20)))
+        #expect(demo.dealt.wait(timeout: .seconds(20)))
+        // Still running: work sent to the thread later runs there.
+        let later = Completion()
+        demo.loop?.perform(inModes: [.default]) { later.signal() }
+        #expect(later.wait(timeout: .seconds(20)))
+        #expect(demo.log.withLock { $0 } == ["not delayed", "operationPerformSelector"])
+        // The loop returns once its only source is gone and it wakes:
+        // removing a sleeping loop's last source does not wake it (as in
+        // CF, where that is no guarantee the loop exits), so wake it.
+        demo.keepAlive?.invalidate()
+        demo.loop?.wakeUp()
+        #expect(demo.returned.wait(timeout: .seconds(20)))
+        #expect(demo.log.withLock { $0 } == ["not delayed", "operationPerformSelector", "run returned"])
+    }
+
+    /// 3-12 to 3-15: the worker checks in, runs its loop with
+    /// runMode:beforeDate:, and exits when asked.
+    @Test func listings3_12to3_15TheWorkerChecksInAndExitsWhenAsked() throws {
+        let controller = MainThreadController()
+        let main = LoopThread { loop in
+            do { try controller.launchThread() } catch { return }
+            // The main thread runs its loop until the worker checked in.
+            while !controller.checkedIn.wait(timeout: .zero) {
+                _ = loop.runInMode(.default, timeout: .seconds(20), returnAfterSourceHandled: true)
+            }
+        }
+        main.go()
+        #expect(controller.checkedIn.wait(timeout: .seconds(20)))
+        main.join()
+        let worker = try #require(controller.distantPort)
+        #expect(try worker.send(PCPortMessage(msgid: kExitMessage), timeout: .seconds(5)) == .sent)
+        #expect(controller.workerExited.wait(timeout: .seconds(20)), "the worker's runMode loop never re-checked shouldExit")
+    }
+}

@@ -1,0 +1,98 @@
+// Listings 3-17 to 3-19 of Apple's Run Loops guide ("Configuring a
+// Port-Based Input Source" with Core Foundation message ports), ported as
+// literally as Swift allows, across two processes through a real portd: the
+// main side (3-17, 3-18) is this process; the worker (3-19) is another
+// process, portctl, which holds its own named port (`portctl listen`,
+// CFMessagePortCreateLocal + CFRunLoopRun) and checks in by sending its
+// port's name to the main port (`portctl send`, CFMessagePortSendRequest
+// with a NULL replyMode: no reply). The main side then reaches the worker
+// through the name (CFMessagePortCreateRemote).
+
+import Foundation
+import Glibc
+import Synchronization
+import Testing
+
+import PortCore
+import PortTestSupport
+
+private let kCheckinMessage: UInt32 = 100
+
+/// The main thread's state of listings 3-17 and 3-18.
+private final class MainThread: @unchecked Sendable {
+    // Safe to share: `activeThreads` is a Mutex; `names` is immutable
+    // after init (its own lock serialises its requests).
+    let names: PortNameServer
+    let activeThreads = Mutex<[SendRight]>([])
+    let checkedIn = Completion()
+
+    init(names: PortNameServer) { self.names = names }
+
+    /// Listing 3-17: MySpawnThread (up to the task creation, which the
+    /// test does by starting the worker process).
+    func mySpawnThread(myPortName: String) throws -> Bool {
+        let myPort = PCPort { [self] message in mainThreadResponseHandler(message) }  // CFMessagePortCreateLocal
+        guard try names.register(myPort, name: myPortName) else { return false }
+        // CFMessagePortCreateRunLoopSource + CFRunLoopAddSource; CFRelease(myPort) at the end of the scope.
+        try PCRunLoop.current.add(myPort, forMode: .default)
+        return true
+    }
+
+    /// Listing 3-18: MainThreadResponseHandler.
+    func mainThreadResponseHandler(_ message: PCPortMessage) -> PCPortMessage? {
+        if message.msgid == kCheckinMessage {
+            if let threadPortName = message.components.first?.string,
+                let messagePort = try? names.port(forName: threadPortName)  // CFMessagePortCreateRemote
+            {
+                addPortToListOfActiveThreads(messagePort)
+            }
+        } else {
+            // Handle other messages.
+        }
+        return nil
+    }
+
+    func addPortToListOfActiveThreads(_ port: SendRight) {
+        activeThreads.withLock { $0.append(port) }
+        checkedIn.signal()
+    }
+}
+
+@Suite struct AppleMessagePortListingsTests {
+    @Test func listings3_17to3_19TheWorkerProcessChecksInByName() throws {
+        let daemon = try DaemonProcess.started()
+        let main = MainThread(names: try daemon.client())
+        let myPortName = "com.myapp.MainThread-\(getpid())"
+        let workerPortName = "com.MyApp.Thread-\(getpid())"
+        let registered = Completion()
+        let mainLoop = LoopThread { loop in
+            guard (try? main.mySpawnThread(myPortName: myPortName)) == true else { return }
+            registered.signal()
+            // The main thread goes on with its loop until the worker checked in.
+            while !main.checkedIn.wait(timeout: .zero) {
+                _ = loop.runInMode(.default, timeout: .seconds(20), returnAfterSourceHandled: true)
+            }
+        }
+        mainLoop.go()
+        #expect(registered.wait(timeout: .seconds(20)))
+
+        // Listing 3-19, in another process: the worker's own named port...
+        let worker = try daemon.startPortctl(["listen", workerPortName, "--count", "1", "--json"])
+        try worker.waitForStandardError(containing: "listening on \(workerPortName)")
+        // ...and its check-in: the name of its port, sent to the main port.
+        let checkIn = try daemon.portctl([
+            "send", myPortName, "--msgid", "\(kCheckinMessage)", "--data", workerPortName,
+        ])
+        #expect(checkIn.status == 0, "\(checkIn.standardError)")
+        #expect(main.checkedIn.wait(timeout: .seconds(20)))
+        mainLoop.join()
+
+        // The channel works: the main side sends to the worker process.
+        let port = try #require(main.activeThreads.withLock { $0.first })
+        #expect(try port.send(PCPortMessage(msgid: 7, strings: ["from the main thread"]), timeout: .seconds(5)) == .sent)
+        #expect(try worker.waitForExit() == 0, "\(worker.standardError)")
+        let m = try jsonObject(worker.standardOutput)
+        #expect(m["msgid"] as? Int == 7)
+        #expect((m["components"] as? [[String: Any]])?.compactMap { $0["text"] as? String } == ["from the main thread"])
+    }
+}

@@ -1,0 +1,73 @@
+// Names and rights that outlive client objects, against the real portd: a
+// right found by lookup keeps working after the client that found it is
+// gone; an existing port can be given a name (NSPortNameServer
+// registerPort:name:), found (portForName:) and removed
+// (removePortForName:), and its invalidation gives the name up.
+
+import Glibc
+import Synchronization
+import Testing
+
+import PortCore
+import PortTestSupport
+@testable import PortNameClient
+
+@Suite struct NameLifetimeTests {
+    private func name(_ base: String) -> String { "\(base)-\(getpid())" }
+
+    /// A port served on the background loop that counts what it receives.
+    private func inbox() throws -> (PCPort, Completion) {
+        let got = Completion()
+        let port = PCPort { _ in
+            got.signal()
+            return nil
+        }
+        try BackgroundLoop.shared.loop.add(port, forMode: .default)
+        return (port, got)
+    }
+
+    @Test func aLookedUpRightOutlivesTheClientThatFoundIt() throws {
+        let daemon = try DaemonProcess.started()
+        let owner = try daemon.client()
+        let svc = name("outlives")
+        let (port, got) = try inbox()
+        defer { port.invalidate() }
+        #expect(try owner.register(port, name: svc))
+        var user: PortNameServer? = try daemon.client()
+        let right = try #require(try user!.lookup(svc))
+        user = nil  // the client goes; the right is the holder's
+        #expect(try right.send(PCPortMessage(msgid: 1), timeout: .seconds(5)) == .sent)
+        #expect(got.wait(timeout: .seconds(20)))
+    }
+
+    @Test func anExistingPortIsNamedFoundAndRemoved() throws {
+        let daemon = try DaemonProcess.started()
+        let owner = try daemon.client()
+        let user = try daemon.client()
+        let svc = name("existing")
+        let (port, got) = try inbox()
+        let before = try port.makeSendRight()  // a right made before the name
+        #expect(try owner.register(port, name: svc))
+        #expect(try !user.register(PCPort(), name: svc), "the name is taken")
+        let right = try #require(try user.port(forName: svc))
+        #expect(try right.send(PCPortMessage(msgid: 2), timeout: .seconds(5)) == .sent)
+        #expect(got.wait(timeout: .seconds(20)))
+        #expect(try before.send(PCPortMessage(msgid: 3), timeout: .seconds(5)) == .sent)
+        #expect(got.wait(timeout: .seconds(20)))
+        #expect(try owner.removePort(forName: svc))
+        #expect(try user.owner(svc) == nil)
+        port.invalidate()
+        before.invalidate()
+    }
+
+    @Test func invalidatingANamedPortGivesItsNameUp() throws {
+        let daemon = try DaemonProcess.started()
+        let owner = try daemon.client()
+        let svc = name("ends")
+        let (port, _) = try inbox()
+        #expect(try owner.register(port, name: svc))
+        #expect(try owner.owner(svc) != nil)
+        port.invalidate()
+        #expect(try owner.owner(svc) == nil)
+    }
+}
