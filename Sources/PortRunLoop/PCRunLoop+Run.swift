@@ -195,7 +195,11 @@ extension PCRunLoop {
         var poll = poll
         var wake = deadline
         lock.withLock {
-            if !poll && hasPendingWork(ms) { poll = true }
+            // Work for this mode arrived, or this pass emptied the mode (a
+            // perform request invalidated its last source): do not sleep,
+            // so the run sees it and returns. A removal from another thread
+            // after this check finds `sleeping` set and wakes the loop.
+            if !poll && (hasPendingWork(ms) || isEmptyLocked(ms)) { poll = true }
             if !poll {
                 if let t = ms.timers.wakeDeadline(), t < wake { wake = t }
                 sleeping = true

@@ -111,6 +111,31 @@ import PortTestSupport
         }
     }
 
+    /// A perform that runs at the top of a pass (queued by a perform that ran
+    /// at the end of the previous pass) and takes the mode's last source:
+    /// the pass must not go to sleep in the mode it emptied; run() returns.
+    @Test func runReturnsWhenAPerformAtTheTopOfAPassEmptiesTheMode() {
+        let sleeping = Completion()
+        let returned = Completion()
+        let source = RunLoopSource { _ in }
+        let thread = LoopThread { loop in
+            loop.add(RunLoopObserver(activities: .beforeWaiting, repeats: false) { _, _ in sleeping.signal() },
+                     forMode: .default)
+            loop.add(source, forMode: .default)
+            loop.run()
+            returned.signal()
+        }
+        thread.go()
+        #expect(sleeping.wait(timeout: .seconds(10)))
+        // Queued from here while the loop sleeps: it runs at the end of the
+        // pass it wakes; the perform it queues runs at the top of the next.
+        let loop = thread.loop!
+        loop.perform(inModes: [.default]) {
+            loop.perform(inModes: [.default]) { source.invalidate() }
+        }
+        #expect(returned.wait(timeout: .seconds(20)), "run() slept in a mode its own pass emptied")
+    }
+
     @Test func runUntilStoppedIsCFRunLoopRunAndEndsOnStop() {
         LoopThread.run { loop in
             loop.add(PCTimer(fireAt: .distantFuture) { _ in }, forMode: .default)
