@@ -67,14 +67,15 @@ let package = Package(
         // side (LISTEN_FDS), for portctl register and portd's Exec=.
         .target(name: "PortActivation", dependencies: ["PortSystem"]),
 
-        .executableTarget(
-            name: "portd",
+        .target(
+            name: "PortDaemon",
             dependencies: [
                 "PortCore", "PortActivation", "CSystemd",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        .executableTarget(name: "portd", dependencies: ["PortDaemon"]),
         .executableTarget(
             name: "portctl",
             dependencies: [
@@ -118,7 +119,7 @@ let package = Package(
         .testTarget(name: "PortCoreTests", dependencies: ["PortCore"]),
         .testTarget(
             name: "portdTests",
-            dependencies: ["portd", "PortCore", "PortTestSupport", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["PortDaemon", "PortCore", "PortTestSupport", .product(name: "Logging", package: "swift-log")],
             exclude: ["Fixtures"]
         ),
         .testTarget(

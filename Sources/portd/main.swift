@@ -1,14 +1,6 @@
-// main: portd's process shell, parse → set up → run → exit code
-// (docs/DESIGN.md §5). Parsing exits by itself for --help, --version and usage
-// errors (64); a failed set-up has been logged and exits 1; a run ends with
-// the status Daemon returns (0 after SIGTERM/SIGINT).
+// main: the portd executable. Everything it does is in the PortDaemon
+// library (PortdMain: parse → set up → run → exit code).
 
-import PortCore
+import PortDaemon
 
-let startedAt = MonotonicInstant.now()
-let command = PortdCommand.parseOrExit()
-let logger = LogDestination.bootstrap()
-guard let setup = DaemonSetup.prepare(command, logger: logger, startedAt: startedAt) else { CurrentProcess.exit(1) }
-let status = Daemon(setup).run()
-setup.tearDown()
-CurrentProcess.exit(status)
+PortdMain.run()

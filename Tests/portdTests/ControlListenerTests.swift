@@ -7,7 +7,7 @@ import Testing
 
 import PortCore
 import PortTestSupport
-@testable import portd
+@testable import PortDaemon
 
 @Suite struct ControlListenerTests {
     private func temporaryDirectory() -> String {

@@ -4,7 +4,7 @@
 import Glibc
 import Testing
 import PortCore
-@testable import portd
+@testable import PortDaemon
 
 @Suite struct DaemonDirectoryPrepareTests {
     @Test func prepareCreatesAndChecksARealFallbackDirectory() throws {

@@ -6,7 +6,7 @@
 import Glibc
 import Testing
 
-@testable import portd
+@testable import PortDaemon
 
 @Suite struct IniDocumentTests {
     @Test func sectionsAssignmentsAndLineNumbers() throws {

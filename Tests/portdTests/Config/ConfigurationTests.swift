@@ -10,7 +10,7 @@ import Testing
 
 import PortCore
 import PortTestSupport
-@testable import portd
+@testable import PortDaemon
 
 /// Accounts that do not depend on the machine.
 struct FakeAccounts: AccountDatabase {

@@ -3,7 +3,7 @@
 
 import Testing
 
-@testable import portd
+@testable import PortDaemon
 
 @Suite struct StderrLogHandlerTests {
     @Test func oneLinePerEvent() {

@@ -14,7 +14,7 @@ import Testing
 
 import PortCore
 import PortTestSupport
-@testable import portd
+@testable import PortDaemon
 
 @Suite struct ActivationTests {
     /// Looks `name` up through portd and sends one message with `text`.

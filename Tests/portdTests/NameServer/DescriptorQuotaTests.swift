@@ -11,7 +11,7 @@ import Testing
 
 import PortCore
 import PortTestSupport
-@testable import portd
+@testable import PortDaemon
 
 @Suite struct DescriptorQuotaTests {
     @Test func theBudgetFollowsTheDescriptorLimit() {

@@ -10,7 +10,7 @@ import Testing
 
 import PortCore
 import PortTestSupport
-@testable import portd
+@testable import PortDaemon
 
 @Suite struct LogFloodTests {
     @Test func badRequestsAndMalformedRecordsAreLoggedAtMostABurstASecond() throws {

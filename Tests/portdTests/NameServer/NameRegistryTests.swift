@@ -7,7 +7,7 @@
 import Testing
 
 import PortCore
-@testable import portd
+@testable import PortDaemon
 
 private func name(_ s: String) -> PortName { try! PortName(validating: s) }
 private func who(_ pid: Int32, uid: UInt32 = 1000) -> Credentials { Credentials(pid: pid, uid: uid, gid: uid) }

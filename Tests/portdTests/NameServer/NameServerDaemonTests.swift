@@ -14,7 +14,7 @@ import Testing
 
 import PortCore
 import PortTestSupport
-@testable import portd
+@testable import PortDaemon
 
 @Suite struct NameServerDaemonTests {
     /// A running portd in its own directory.

@@ -11,7 +11,7 @@ import Testing
 
 import PortCore
 import PortTestSupport
-@testable import portd
+@testable import PortDaemon
 
 private func name(_ s: String) -> PortName { try! PortName(validating: s) }
 

@@ -8,7 +8,7 @@ import PortCore
 import PortTestSupport
 import Testing
 
-@testable import portd
+@testable import PortDaemon
 
 @Suite struct NameServerManPageTests {
     static func page(_ name: String) throws -> String {

@@ -5,7 +5,7 @@
 import Testing
 
 import PortCore
-@testable import portd
+@testable import PortDaemon
 
 private typealias ID = NameServerProtocol.MessageID
 

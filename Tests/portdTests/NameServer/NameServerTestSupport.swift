@@ -28,7 +28,7 @@ import Testing
 
 import PortCore
 import PortTestSupport
-@testable import portd
+@testable import PortDaemon
 
 typealias MessageID = NameServerProtocol.MessageID
 

@@ -14,7 +14,7 @@ import PortTestSupport
 import Testing
 
 @Suite struct NameServerVocabularyTests {
-    static let portdSources = SourceTree.path("Sources/portd")
+    static let portdSources = SourceTree.path("Sources/PortDaemon")
 
     /// The words no portd source may spell as a literal.
     static let words: Set<String> = Set(

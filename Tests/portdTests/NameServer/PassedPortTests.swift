@@ -14,7 +14,7 @@ import Testing
 
 import PortCore
 import PortTestSupport
-@testable import portd
+@testable import PortDaemon
 
 @Suite struct PassedPortTests {
     private func started() throws -> DaemonProcess { try DaemonProcess.started() }

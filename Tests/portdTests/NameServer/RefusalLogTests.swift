@@ -5,7 +5,7 @@
 import Testing
 
 import PortCore
-@testable import portd
+@testable import PortDaemon
 
 @Suite struct RefusalLogTests {
     @Test func atMostABurstASecondAndTheRestCounted() {

@@ -8,7 +8,7 @@
 import Testing
 
 import PortCore
-@testable import portd
+@testable import PortDaemon
 
 private func name(_ s: String) -> PortName { try! PortName(validating: s) }
 

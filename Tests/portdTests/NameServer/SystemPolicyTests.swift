@@ -10,7 +10,7 @@ import Testing
 
 import PortCore
 import PortTestSupport
-@testable import portd
+@testable import PortDaemon
 
 @Suite struct SystemPolicyTests {
     /// REGISTER `name` as uid 65534 through `socket`; the reply's words, tab-separated.

@@ -15,7 +15,7 @@ import Testing
 
 import PortCore
 import PortTestSupport
-@testable import portd
+@testable import PortDaemon
 
 @Suite struct FileDescriptorStoreTests {
     /// A portd.conf declaring `names`, check-in for this uid.

@@ -5,7 +5,7 @@
 import Logging
 import Testing
 
-@testable import portd
+@testable import PortDaemon
 
 @Suite struct JournalLogHandlerTests {
     @Test func fieldsOfAnEntry() {

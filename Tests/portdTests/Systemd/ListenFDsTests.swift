@@ -3,7 +3,7 @@
 
 import Testing
 
-@testable import portd
+@testable import PortDaemon
 
 @Suite struct ListenFDsTests {
     private func passed(_ names: String...) -> [ListenFDs.Passed] {

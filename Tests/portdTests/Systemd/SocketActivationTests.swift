@@ -7,7 +7,7 @@
 import Foundation
 import Glibc
 import Testing
-@testable import portd
+@testable import PortDaemon
 
 import PortCore
 import PortTestSupport

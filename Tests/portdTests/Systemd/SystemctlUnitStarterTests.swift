@@ -4,7 +4,7 @@
 
 import Testing
 
-@testable import portd
+@testable import PortDaemon
 
 @Suite struct SystemctlUnitStarterTests {
     @Test func theSystemAndTheUserManager() {

@@ -17,7 +17,7 @@ import Testing
 
 import PortCore
 import PortTestSupport
-@testable import portd
+@testable import PortDaemon
 
 /// Sets (or, for nil, unsets) environment variables around `body`, then
 /// restores the previous values.

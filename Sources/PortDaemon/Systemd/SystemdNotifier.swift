@@ -8,7 +8,7 @@
 // portd notifies many times over its life; a STATUS= text never contains a
 // newline (it would start a new assignment). Failures are returned to the
 // caller to log, never fatal: a daemon must not die because its manager is
-// unreachable. Only Sources/portd/Systemd/ imports CSystemd.
+// unreachable. Only Sources/PortDaemon/Systemd/ imports CSystemd.
 
 import CSystemd
 import PortCore
