@@ -1,5 +1,5 @@
 // FileSystem: the few path operations the daemon's socket and runtime
-// directories need (lstat, fstat, mkdir, unlink, rmdir, chmod, readdir), each
+// directories need (lstat, fstat, mkdir, unlink, rmdir, chmod, readdir, flock), each
 // wrapped once.
 //
 // Invariants: paths are never followed through a final symlink (lstat), so
@@ -104,6 +104,22 @@ package enum FileSystem {
     /// The corresponding C function is `chmod`.
     package static func setPermissions(_ path: String, _ permissions: UInt32) throws(SystemCallError) {
         _ = try SystemCall.must("chmod(\(path))") { chmod(path, mode_t(permissions)) }
+    }
+
+    /// Opens directory `path` (a final symlink is not followed) and takes
+    /// an exclusive advisory lock on it without waiting: the returned
+    /// descriptor holds the lock until it closes, and the kernel lets go of
+    /// it when its holder dies, however it dies. Nil when another open file
+    /// holds the lock. The corresponding C functions are
+    /// `open(O_DIRECTORY | O_NOFOLLOW)` and `flock(LOCK_EX | LOCK_NB)`.
+    package static func lockDirectory(_ path: String) throws(SystemCallError) -> OwnedDescriptor? {
+        let directory = OwnedDescriptor(adopting: try SystemCall.must("open(\(path), O_DIRECTORY)") {
+            open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        })
+        switch try SystemCall.run("flock(\(path), LOCK_EX)", { flock(directory.rawValue, LOCK_EX | LOCK_NB) }) {
+        case .done: return directory
+        case .wouldBlock: return nil  // `directory` closes here
+        }
     }
 
     /// The names of the entries of directory `path`, without "." and "..",

@@ -13,11 +13,22 @@
 //     never reused: a new owner of a name gets a new file;
 //   - a file is removed only if the entry at its path is still the one
 //     portd bound (same device and inode);
+//   - one portd at a time: the directory object holds an exclusive flock(2)
+//     on the directory for its life, which the kernel drops when portd
+//     dies however it dies; a second portd finding it held refuses to
+//     start (say, one handed a socket whose path was taken from a live
+//     portd) rather than take the directory from under the live one;
 //   - at start, socket files left by a portd that died are removed (this
-//     portd owns the control socket, so no other portd uses the directory),
+//     portd holds the lock, so no other portd uses the directory),
 //     except those of declared ports whose sockets the service manager
-//     passed back (`keeping`), which are adopted as they are; new files
-//     are numbered past every kept one;
+//     passed back (`keeping`), which are adopted as they are. A file is
+//     removed whether or not someone still listens on it: former owners
+//     keep their receive rights after a crash (and a declared port's
+//     service its socket), and must never keep a new portd from starting.
+//     portd never connects to them to find out (a connection would land
+//     in an owner's or a service's queue); their holders learn portd went
+//     away from their own connection to it. New files are numbered past
+//     every file found, kept or removed, so a path never names two sockets;
 //   - every socket is CLOEXEC|NONBLOCK and has SO_PASSCRED before anyone
 //     can connect, so even records queued before the owner accepts carry
 //     their sender's credentials.
@@ -70,9 +81,12 @@ final class PortDirectory {
 
     let path: String
     private var sequence: UInt64 = 0
+    /// The directory, open and flock(2)ed for as long as this portd uses it.
+    private let lock: OwnedDescriptor
 
-    private init(path: String) {
+    private init(path: String, lock: consuming OwnedDescriptor) {
         self.path = path
+        self.lock = lock
     }
 
     /// The directory for the control socket at `controlSocketPath`.
@@ -81,9 +95,11 @@ final class PortDirectory {
     }
 
     /// Creates the directory (0700) or checks the one that is there, and
-    /// removes socket files left in it, except the file names in `keeping`
-    /// (sockets passed back by the service manager, see `adopt`). Returns
-    /// the directory and how many stale files it removed.
+    /// removes the socket files a former portd left in it, listened on or
+    /// not, except the file names in `keeping` (sockets passed back by the
+    /// service manager, see `adopt`). Call it only once this portd owns
+    /// the control socket. Returns the directory and how many files it
+    /// removed.
     static func prepare(
         path: String, userID: UInt32, keeping: Set<String> = []
     ) throws(Problem) -> (PortDirectory, removedStale: Int) {
@@ -96,23 +112,21 @@ final class PortDirectory {
                 throw Problem.notPrivate(path: path, reason: "it vanished while being created")
             }
             if let reason = problem(with: status, userID: userID) { throw Problem.notPrivate(path: path, reason: reason) }
+            guard let lock = try FileSystem.lockDirectory(path) else {
+                throw Problem.notPrivate(path: path, reason: "another portd serves it: it holds the directory's lock")
+            }
             var removed = 0
-            let directory = PortDirectory(path: path)
+            let directory = PortDirectory(path: path, lock: lock)
             for name in keeping {
                 if let n = fileNumber(name) { directory.sequence = max(directory.sequence, n) }
             }
             for name in try FileSystem.entries(ofDirectory: path) ?? [] where !keeping.contains(name) {
-                // Only sockets nobody listens on are stale; a live one means
-                // another daemon serves this directory, and portd must not
-                // take its names.
-                guard let address = try? UnixSocketAddress(path: "\(path)/\(name)") else { continue }
-                switch try UnixSocket.removeStale(at: address) {
-                case .removed: removed += 1
-                case .inUse:
-                    throw Problem.notPrivate(
-                        path: path, reason: "\(name) in it is a live socket: another portd serves this directory")
-                case .absent, .notASocket: continue
-                }
+                guard let n = fileNumber(name) else { continue }  // not a name portd makes: left alone
+                directory.sequence = max(directory.sequence, n)
+                let filePath = "\(path)/\(name)"
+                // Sockets only, listened on or not, and never connected to.
+                guard let entry = try FileSystem.status(ofPath: filePath), entry.kind == .socket else { continue }
+                if try FileSystem.remove(filePath) { removed += 1 }
             }
             return (directory, removed)
         } catch let problem as Problem {
