@@ -132,6 +132,13 @@ public final class PortNameServer: Sendable {
         }
     }
 
+    /// Lends the connection to portd (nil once it is closed on our side),
+    /// for a program that waits for its hang-up with poll(2) instead of a
+    /// run loop (`portctl register` while its command runs).
+    package func withConnection<R: ~Copyable, E: Error>(_ body: (borrowing OwnedDescriptor) throws(E) -> R) throws(E) -> R? {
+        try control.withDescriptor(body)
+    }
+
     // MARK: Connecting
 
     /// A blocking connect bounded by SO_SNDTIMEO (the only way AF_UNIX

@@ -1,5 +1,5 @@
 // Poll+Many: poll(2) without a run loop, with a timeout: on one descriptor,
-// or on two at once, for a process that feeds one pipe while it drains
+// or on two or three at once, for a process that feeds one pipe while it drains
 // another (a child's stdin and stdout), or waits for one of two events (a
 // child's exit, a signal). The descriptors are only lent for the wait.
 
@@ -39,6 +39,17 @@ extension Poll {
     ) throws(SystemCallError) -> (Events, Events) {
         let ready = try wait([(a.rawValue, aEvents), (b.rawValue, bEvents)], timeout: timeout)
         return (ready[0], ready[1])
+    }
+
+    /// Waits until one of `a`, `b` and `c` is ready for its events, or
+    /// `timeout` passes (nil: no bound); returns what each reported, all
+    /// empty on timeout. The corresponding C function is `poll`.
+    package static func wait(
+        _ a: borrowing OwnedDescriptor, for aEvents: Events, _ b: borrowing OwnedDescriptor, for bEvents: Events,
+        _ c: borrowing OwnedDescriptor, for cEvents: Events, timeout: Duration?
+    ) throws(SystemCallError) -> (Events, Events, Events) {
+        let ready = try wait([(a.rawValue, aEvents), (b.rawValue, bEvents), (c.rawValue, cEvents)], timeout: timeout)
+        return (ready[0], ready[1], ready[2])
     }
 
     /// Waits until one of `entries` is ready or `timeout` passes; returns

@@ -98,13 +98,28 @@ import PortActivation
         let saved = dup(1)
         dup2(write.rawValue, 1)  // the child's standard output is inherited from ours
         write.close()
+        let portd = try UnixSocket.makePair()  // stands for the connection to portd, which stays up
         let ended = try SocketActivation.run(
-            ["python3", "-c", Self.child, "arg", "4"], listening: listening, name: "svc", extraEnvironment: ["EXTRA=yes"])
+            ["python3", "-c", Self.child, "arg", "4"], listening: listening, name: "svc", extraEnvironment: ["EXTRA=yes"],
+            portd: portd.first
+        ).termination
         dup2(saved, 1)
         close(saved)
         let printed = String(decoding: try Descriptor.readAll(read), as: UTF8.self)
         #expect(ended == .exited(4), "child printed: \(printed)")
         #expect(printed == "hello arg\n")
+    }
+
+    /// portd went away (its connection hung up): the command is sent
+    /// SIGTERM and waited for, and the ending says why.
+    @Test func theCommandIsStoppedWhenPortdGoesAway() throws {
+        let listening = try UnixSocket.makeSocket()
+        let pair = try UnixSocket.makePair()
+        let portd = pair.first
+        pair.second.close()  // portd is gone before the command even runs
+        let ended = try SocketActivation.run(["sleep", "60"], listening: listening, name: "n", portd: portd)
+        #expect(ended.portdWentAway)
+        #expect(ended.termination == .signaled(SIGTERM))
     }
 
     @Test func wrapperArgumentsAndEnvironment() {
@@ -122,7 +137,9 @@ import PortActivation
         let saved = dup(2)
         dup2(write.rawValue, 2)  // keep the shell's "not found" out of the test log
         write.close()
-        let ended = try SocketActivation.run(["/nonexistent/portctl-test"], listening: listening, name: "n")
+        let portd = try UnixSocket.makePair()
+        let ended = try SocketActivation.run(["/nonexistent/portctl-test"], listening: listening, name: "n", portd: portd.first)
+            .termination
         dup2(saved, 2)
         close(saved)
         #expect(ended == .exited(127))

@@ -3,7 +3,8 @@
 // does (SocketActivation: descriptor 3, LISTEN_FDS, LISTEN_PID,
 // LISTEN_FDNAMES), so a program in any language can own a name. NAME is
 // released when COMMAND exits (portctl closes its connection to portd),
-// and portctl exits with COMMAND's status (128 + N for a signal N).
+// and portctl exits with COMMAND's status (128 + N for a signal N). When
+// portd goes away first, COMMAND is sent SIGTERM and portctl exits 69.
 
 import ArgumentParser
 import PortCore
@@ -16,6 +17,9 @@ struct Register: ParsableCommand {
             COMMAND gets the name's listening socket as descriptor 3, with LISTEN_FDS=1, \
             LISTEN_FDNAMES=NAME and LISTEN_PID set to its own pid (sd_listen_fds(3)). \
             portctl exits with COMMAND's exit status once it ends, and the name is released. \
+            If portd goes away while COMMAND runs (it stopped or crashed), the name is gone: \
+            portctl sends COMMAND SIGTERM, waits for it and exits with 69, so a supervisor can \
+            start it again against the new portd. \
             SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to portctl are relayed to COMMAND. \
             When the name is taken, portctl waits in its queue (unless --no-queue) and starts COMMAND \
             once it gets the name; --timeout bounds that wait (no bound without it) and each answer of portd. \
@@ -47,19 +51,28 @@ struct Register: ParsableCommand {
         let port = try ownership.take(name, on: server, connection: connection, output: output)
         // The child talks to the same portd as we do.
         let extra = ["\(DaemonPaths.socketVariable)=\(server.socketPath)"]
-        let outcome: Spawn.Termination?
+        let outcome: SocketActivation.Ending??
         do {
             outcome = try port.withReceiveRight { (listening) throws(SystemCallError) in
-                try SocketActivation.run(command, listening: listening, name: name, extraEnvironment: extra)
+                try server.withConnection { (portd) throws(SystemCallError) in
+                    try SocketActivation.run(
+                        command, listening: listening, name: name, extraEnvironment: extra, portd: portd)
+                }
             }
         } catch {
             throw Failure(.failure, "cannot run \(command[0]): \(error)")
         }
-        guard let ended = outcome else {
+        guard case .some(.some(let ending)) = outcome else {
             throw Failure(.protocolError, "portd passed no listening socket for \(name)")
         }
         withExtendedLifetime(port) {}
         server.invalidate()  // releases the name now, before we exit
-        if ended != .exited(0) { throw Failure.silent(exitCode: ended.shellStatus) }
+        if ending.portdWentAway {
+            throw Failure(
+                .notRunning,
+                "portd went away while \(command[0]) ran: \(name) is no longer registered; \(command[0]) was sent SIGTERM and ended (\(ending.termination))"
+            )
+        }
+        if ending.termination != .exited(0) { throw Failure.silent(exitCode: ending.termination.shellStatus) }
     }
 }

@@ -64,6 +64,25 @@ import PortTestSupport
         #expect(holder.standardOutput == "ready\nTERM\n")
     }
 
+    /// portd crashes while `register` runs its command: portctl notices,
+    /// stops the command with SIGTERM and exits 69 (issue 12, item 1).
+    @Test func registerExitsWhenPortdGoesAway() throws {
+        let d = try DaemonProcess.started()
+        let svc = uniqueName("orphan")
+        let script = """
+            import signal, sys
+            signal.signal(signal.SIGTERM, lambda *_: (print("TERM", flush=True), sys.exit(0)))
+            print("ready", flush=True)
+            signal.pause()
+            """
+        let holder = try d.startPortctl(["register", svc, "--", "python3", "-c", script])
+        try holder.waitForStandardOutput(containing: "ready\n")
+        _ = try d.stop(with: SIGKILL)
+        #expect(try holder.waitForExit() == 69, "\(holder.standardError)")
+        #expect(holder.standardOutput == "ready\nTERM\n")
+        #expect(holder.standardError.contains("portd went away"), "\(holder.standardError)")
+    }
+
     @Test func watchSeesAnOwnerKilledWithSIGKILL() throws {
         let d = try DaemonProcess.started()
         let svc = uniqueName("victim")
