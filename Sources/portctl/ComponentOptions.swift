@@ -77,7 +77,7 @@ struct ComponentOptions: ParsableArguments {
                 do {
                     bytes = try StandardStream.input.withDescriptor { (input) throws(SystemCallError) in
                         try Descriptor.readAll(input, limit: left)
-                    } ?? []
+                    }
                 } catch {
                     throw Failure(.usage, Self.problem(reading: "standard input", error, limit: limits))
                 }
