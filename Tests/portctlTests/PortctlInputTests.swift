@@ -39,4 +39,12 @@ import PortTestSupport
         #expect(missing.status == 64)
         #expect(missing.standardError.contains("no such file"), "\(missing.standardError)")
     }
+
+    /// `--msgid -1` is a bad message ID, not a missing value.
+    @Test func aNegativeMsgidIsNamedAsSuch() throws {
+        let r = try runPortctl(["send", "x", "--msgid", "-1", "--data", "a"])
+        #expect(r.status == 64)
+        #expect(r.standardError.contains("'-1' is not a message ID"), "\(r.standardError)")
+        #expect(!r.standardError.contains("Missing value"), "\(r.standardError)")
+    }
 }
