@@ -47,4 +47,30 @@ import PortTestSupport
         #expect(r.standardError.contains("'-1' is not a message ID"), "\(r.standardError)")
         #expect(!r.standardError.contains("Missing value"), "\(r.standardError)")
     }
+
+    /// A missing command is said in portctl's words, before the name is taken.
+    @Test func registerWithAMissingCommandSaysSo() throws {
+        let d = try DaemonProcess.started()
+        let name = uniqueName("nobody")
+        let path = try d.portctl(["register", name, "--", "/nonexistent/portctl-test"])
+        #expect(path.status == 127)
+        #expect(path.standardError == "portctl: cannot run /nonexistent/portctl-test: no executable file there\n")
+        let bare = try d.portctl(["register", name, "--", "portctl-no-such-command"])
+        #expect(bare.status == 127)
+        #expect(bare.standardError.contains("not found in PATH"), "\(bare.standardError)")
+        #expect(try d.portctl(["lookup", name]).status == 67, "the name was never taken")
+    }
+
+    /// --socket at something that is not portd's kind of socket.
+    @Test func aStreamSocketIsNotPortd() throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.appending("stream.sock")
+        let stream = try LocalSocket.make(.stream, nonBlocking: false)
+        try LocalSocket.bind(stream, path: path)
+        try UnixSocket.listen(stream, backlog: 4)
+        let r = try runPortctl(["--socket", path, "status"])
+        #expect(r.status == 69)
+        #expect(r.standardError.contains("a socket of another type listens there"), "\(r.standardError)")
+        #expect(!r.standardError.contains("Protocol wrong type"), "\(r.standardError)")
+    }
 }

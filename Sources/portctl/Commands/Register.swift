@@ -48,6 +48,13 @@ struct Register: ParsableCommand {
     func run() throws { try reporting(execute) }
 
     func execute() throws(Failure) {
+        // Found before the name is taken, and said in portctl's words (not
+        // a shell's): status 127, as a shell gives for a missing command.
+        guard FileSystem.executablePath(of: command[0], searchPath: CurrentProcess.environment("PATH")) != nil else {
+            throw Failure(
+                exitCode: 127,
+                "cannot run \(command[0]): \(command[0].contains("/") ? "no executable file there" : "not found in PATH")")
+        }
         let server = try connection.connect()
         let port = try ownership.take(name, on: server, connection: connection, output: output)
         // The child talks to the same portd as we do.
