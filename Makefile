@@ -59,7 +59,9 @@ build:
 	$(SWIFT_BUILD) --product portd
 	$(SWIFT_BUILD) --product portctl
 
-install: build install-files
+# install builds first where swift is on PATH; under sudo, whose PATH often
+# lacks the toolchain, it installs what `make` built.
+install: $(if $(shell command -v $(SWIFT) 2>/dev/null),build) install-files
 
 # install-files: install what is built, without building (make deb uses it).
 install-files:
