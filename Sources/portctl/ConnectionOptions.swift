@@ -14,7 +14,8 @@
 // so its --help lists them. swift-argument-parser parses a root option
 // wherever it appears and hands the verb's group the root's value; an
 // option given both before and after the verb takes its last value, the
-// one after the verb (--user/--system choose the last too). The checks of
+// one after the verb. --user and --system together are a usage error, as
+// they are for portd (one rule for both programs). The checks of
 // the values are therefore the verbs' (`check()` from their validate()),
 // so a bad value is reported with the verb's usage line.
 
@@ -37,7 +38,7 @@ struct ConnectionOptions: ParsableArguments {
     @Option(help: ArgumentHelp("The control socket of portd (overrides PORTD_SOCKET and the instance).", valueName: "path"))
     var socket: String?
 
-    @Flag(exclusivity: .chooseLast)
+    @Flag(exclusivity: .exclusive)
     var instance: DaemonInstance?
 
     @Option(help: ArgumentHelp("Seconds to wait before giving up; the default depends on the verb (5 s, or no bound for listen, watch, wait and register: see its help).", valueName: "seconds"))
