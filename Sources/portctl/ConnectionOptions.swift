@@ -41,14 +41,32 @@ struct ConnectionOptions: ParsableArguments {
     @Flag(exclusivity: .exclusive)
     var instance: DaemonInstance?
 
-    @Option(help: ArgumentHelp("Seconds to wait before giving up; the default depends on the verb (5 s, or no bound for listen, watch, wait and register: see its help).", valueName: "seconds"))
-    var timeout: Double?
+    // Any text is the option's value, judged by check(): a bad one is then
+    // reported with the verb's usage line, not the root command's.
+    @Option(
+        name: .customLong("timeout"),
+        help: ArgumentHelp("Seconds to wait before giving up; the default depends on the verb (5 s, or no bound for listen, watch, wait and register: see its help).", valueName: "seconds"))
+    var timeoutArgument: Seconds?
+
+    /// --timeout, when given as a number.
+    var timeout: Double? { timeoutArgument?.value }
+
+    /// A --timeout value as given.
+    struct Seconds: ExpressibleByArgument {
+        let value: Double?
+        let text: String
+        init?(argument: String) {
+            text = argument
+            value = Double(argument)
+        }
+    }
 
     /// The checks of the values, for the verbs' validate().
     func check() throws {
-        if let timeout {
-            guard timeout.isFinite, timeout > 0, timeout <= 86_400 else {
-                throw ValidationError("--timeout must be a number of seconds greater than 0 (at most 86400)")
+        if let given = timeoutArgument {
+            guard let timeout = given.value, timeout.isFinite, timeout > 0, timeout <= 86_400 else {
+                throw ValidationError(
+                    "--timeout '\(given.text)': give a number of seconds greater than 0 (at most 86400)")
             }
         }
         if let socket, socket.isEmpty { throw ValidationError("--socket needs a path") }

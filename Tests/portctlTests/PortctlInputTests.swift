@@ -73,4 +73,14 @@ import PortTestSupport
         #expect(r.standardError.contains("a socket of another type listens there"), "\(r.standardError)")
         #expect(!r.standardError.contains("Protocol wrong type"), "\(r.standardError)")
     }
+
+    /// A bad --timeout is reported with the verb's usage, wherever it is given.
+    @Test func aBadTimeoutIsTheVerbsError() throws {
+        for arguments in [["status", "--timeout", "abc"], ["--timeout", "abc", "status"]] {
+            let r = try runPortctl(arguments)
+            #expect(r.status == 64)
+            #expect(r.standardError.contains("--timeout 'abc'"), "\(r.standardError)")
+            #expect(r.standardError.contains("Usage: portctl status"), "\(r.standardError)")
+        }
+    }
 }

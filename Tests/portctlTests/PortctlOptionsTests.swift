@@ -41,7 +41,7 @@ import PortTestSupport
         // A bad value before the verb is reported with the verb's usage.
         let bad = try runPortctl(["--timeout", "0", "status", "--socket", d.socketPath])
         #expect(bad.status == 64)
-        #expect(bad.standardError.contains("--timeout must be"))
+        #expect(bad.standardError.contains("--timeout '0': give a number of seconds"))
         #expect(bad.standardError.contains("Usage: portctl status"))
     }
 
