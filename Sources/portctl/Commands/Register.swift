@@ -4,7 +4,8 @@
 // LISTEN_FDNAMES), so a program in any language can own a name. NAME is
 // released when COMMAND exits (portctl closes its connection to portd),
 // and portctl exits with COMMAND's status (128 + N for a signal N). When
-// portd goes away first, COMMAND is sent SIGTERM and portctl exits 69.
+// portd goes away first, COMMAND is sent SIGTERM and portctl exits 74
+// (as listen does when portd goes).
 
 import ArgumentParser
 import PortCore
@@ -18,7 +19,7 @@ struct Register: ParsableCommand {
             LISTEN_FDNAMES=NAME and LISTEN_PID set to its own pid (sd_listen_fds(3)). \
             portctl exits with COMMAND's exit status once it ends, and the name is released. \
             If portd goes away while COMMAND runs (it stopped or crashed), the name is gone: \
-            portctl sends COMMAND SIGTERM, waits for it and exits with 69, so a supervisor can \
+            portctl sends COMMAND SIGTERM, waits for it and exits with 74, so a supervisor can \
             start it again against the new portd. \
             SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to portctl are relayed to COMMAND. \
             When the name is taken, portctl waits in its queue (unless --no-queue) and starts COMMAND \
@@ -69,7 +70,7 @@ struct Register: ParsableCommand {
         server.invalidate()  // releases the name now, before we exit
         if ending.portdWentAway {
             throw Failure(
-                .notRunning,
+                .portInvalid,
                 "portd went away while \(command[0]) ran: \(name) is no longer registered; \(command[0]) was sent SIGTERM and ended (\(ending.termination))"
             )
         }
