@@ -171,6 +171,7 @@ public final class PortNameServer: Sendable {
         func mapped(_ error: SystemCallError) -> NameServerError {
             switch error.errno {
             case .noSuchFileOrDirectory, .notDirectory, .connectionRefused: .notRunning(socket: path)
+            case .protocolWrongTypeForSocket: .notPortd(socket: path)
             case .permissionDenied, .notPermitted: .permissionDenied(socket: path)
             default: .transport(.system(error))
             }

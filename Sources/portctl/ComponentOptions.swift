@@ -77,7 +77,7 @@ struct ComponentOptions: ParsableArguments {
                 do {
                     bytes = try StandardStream.input.withDescriptor { (input) throws(SystemCallError) in
                         try Descriptor.readAll(input, limit: left)
-                    } ?? []
+                    }
                 } catch {
                     throw Failure(.usage, Self.problem(reading: "standard input", error, limit: limits))
                 }
@@ -187,22 +187,33 @@ enum HexBytes {
 }
 
 /// A message ID: decimal or 0x-hexadecimal; IDs reserved for portd refused.
+/// Any text is taken as the option's value (so `--msgid -1` is a msgid,
+/// not a missing value) and judged by `check`, which says what is wrong.
 struct MessageID: ExpressibleByArgument {
     let value: UInt32
+    /// The text given when it is not a message ID.
+    private let invalid: String?
 
     init?(argument: String) {
         let parsed: UInt32? =
             argument.lowercased().hasPrefix("0x") ? UInt32(argument.dropFirst(2), radix: 16) : UInt32(argument)
-        guard let parsed else { return nil }
-        value = parsed
+        value = parsed ?? 0
+        invalid = parsed == nil ? argument : nil
     }
 
-    init(_ value: UInt32) { self.value = value }
+    init(_ value: UInt32) {
+        self.value = value
+        self.invalid = nil
+    }
 
     var defaultValueDescription: String { String(value) }
 
     /// The check every verb that sends applies in `validate()`.
     static func check(_ id: MessageID) throws {
+        if let text = id.invalid {
+            throw ValidationError(
+                "'\(text)' is not a message ID: give a number from 0 to 4294967295, decimal or 0x hexadecimal")
+        }
         if WireFormat.reservedMessageIDs.contains(id.value) {
             throw ValidationError("msgid \(id.value) is reserved for portd (0xffff0000 and above)")
         }

@@ -40,10 +40,11 @@ import PortCore
         let timeout = try #require(
             try PortctlCommand.parseAsRoot(["--timeout", "9", "send", "svc", "--msgid", "1", "--timeout", "1"]) as? Send)
         #expect(timeout.connection.timeout == 1)
-        let instance = try #require(try PortctlCommand.parseAsRoot(["--system", "lookup", "svc", "--user"]) as? Lookup)
-        #expect(instance.connection.instance == .user)
-        let sameSide = try #require(try PortctlCommand.parseAsRoot(["status", "--user", "--system"]) as? Status)
-        #expect(sameSide.connection.instance == .system)
+        let instance = try #require(try PortctlCommand.parseAsRoot(["--system", "lookup", "svc"]) as? Lookup)
+        #expect(instance.connection.instance == .system)
+        // --user and --system together: refused wherever they are, as portd refuses them.
+        #expect(throws: (any Error).self) { try PortctlCommand.parseAsRoot(["--system", "lookup", "svc", "--user"]) }
+        #expect(throws: (any Error).self) { try PortctlCommand.parseAsRoot(["status", "--user", "--system"]) }
 
         // The verb's own options and components are untouched by the root's.
         let request = try #require(
@@ -79,8 +80,12 @@ import PortCore
         #expect(MessageID(argument: "42")?.value == 42)
         #expect(MessageID(argument: "0x2A")?.value == 42)
         #expect(MessageID(argument: "0XffFF")?.value == 0xffff)
-        #expect(MessageID(argument: "4294967296") == nil)
-        #expect(MessageID(argument: "x") == nil)
+        // Not message IDs: taken as the option's value, refused by the check with a reason.
+        for bad in ["4294967296", "x", "-1"] {
+            let id = MessageID(argument: bad)!
+            #expect(throws: (any Error).self) { try MessageID.check(id) }
+        }
+        #expect(throws: Never.self) { try MessageID.check(MessageID(argument: "42")!) }
     }
 
     @Test func hexForms() {

@@ -39,4 +39,61 @@ import PortTestSupport
         #expect(missing.status == 64)
         #expect(missing.standardError.contains("no such file"), "\(missing.standardError)")
     }
+
+    /// `--msgid -1` is a bad message ID, not a missing value.
+    @Test func aNegativeMsgidIsNamedAsSuch() throws {
+        let r = try runPortctl(["send", "x", "--msgid", "-1", "--data", "a"])
+        #expect(r.status == 64)
+        #expect(r.standardError.contains("'-1' is not a message ID"), "\(r.standardError)")
+        #expect(!r.standardError.contains("Missing value"), "\(r.standardError)")
+    }
+
+    /// A missing command is said in portctl's words, before the name is taken.
+    @Test func registerWithAMissingCommandSaysSo() throws {
+        let d = try DaemonProcess.started()
+        let name = uniqueName("nobody")
+        let path = try d.portctl(["register", name, "--", "/nonexistent/portctl-test"])
+        #expect(path.status == 127)
+        #expect(path.standardError == "portctl: cannot run /nonexistent/portctl-test: no executable file there\n")
+        let bare = try d.portctl(["register", name, "--", "portctl-no-such-command"])
+        #expect(bare.status == 127)
+        #expect(bare.standardError.contains("not found in PATH"), "\(bare.standardError)")
+        #expect(try d.portctl(["lookup", name]).status == 67, "the name was never taken")
+    }
+
+    /// --socket at something that is not portd's kind of socket.
+    @Test func aStreamSocketIsNotPortd() throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.appending("stream.sock")
+        let stream = try LocalSocket.make(.stream, nonBlocking: false)
+        try LocalSocket.bind(stream, path: path)
+        try UnixSocket.listen(stream, backlog: 4)
+        let r = try runPortctl(["--socket", path, "status"])
+        #expect(r.status == 69)
+        #expect(r.standardError.contains("a socket of another type listens there"), "\(r.standardError)")
+        #expect(!r.standardError.contains("Protocol wrong type"), "\(r.standardError)")
+    }
+
+    /// A bad --timeout is reported with the verb's usage, wherever it is given.
+    @Test func aBadTimeoutIsTheVerbsError() throws {
+        for arguments in [["status", "--timeout", "abc"], ["--timeout", "abc", "status"]] {
+            let r = try runPortctl(arguments)
+            #expect(r.status == 64)
+            #expect(r.standardError.contains("--timeout 'abc'"), "\(r.standardError)")
+            #expect(r.standardError.contains("Usage: portctl status"), "\(r.standardError)")
+        }
+    }
+
+    /// With --json, errors are JSON objects on standard error, usage errors too.
+    @Test func errorsAreJSONWithJSON() throws {
+        let missing = try runPortctl(["status", "--json", "--socket", "/nonexistent/portd.sock"])
+        #expect(missing.status == 69)
+        #expect(missing.standardError == #"{"error":"not-running","status":69,"message":"portd is not running at /nonexistent/portd.sock"}"# + "\n")
+        let usage = try runPortctl(["status", "--json", "--bogus"])
+        #expect(usage.status == 64)
+        #expect(usage.standardError == #"{"error":"usage","status":64,"message":"Unknown option '--bogus'"}"# + "\n")
+        // Without --json, text as before.
+        let text = try runPortctl(["status", "--socket", "/nonexistent/portd.sock"])
+        #expect(text.standardError == "portctl: portd is not running at /nonexistent/portd.sock\n")
+    }
 }

@@ -18,6 +18,7 @@ struct Register: ParsableCommand {
             COMMAND gets the name's listening socket as descriptor 3, with LISTEN_FDS=1, \
             LISTEN_FDNAMES=NAME and LISTEN_PID set to its own pid (sd_listen_fds(3)). \
             portctl exits with COMMAND's exit status once it ends, and the name is released. \
+            A COMMAND that cannot be found is reported before the name is taken (status 127, as a shell). \
             If portd goes away while COMMAND runs (it stopped or crashed), the name is gone: \
             portctl sends COMMAND SIGTERM, waits for it and exits with 74, so a supervisor can \
             start it again against the new portd. \
@@ -45,9 +46,16 @@ struct Register: ParsableCommand {
         try connection.check()
     }
 
-    func run() throws { try reporting(execute) }
+    func run() throws { try reporting(json: output.json, execute) }
 
     func execute() throws(Failure) {
+        // Found before the name is taken, and said in portctl's words (not
+        // a shell's): status 127, as a shell gives for a missing command.
+        guard FileSystem.executablePath(of: command[0], searchPath: CurrentProcess.environment("PATH")) != nil else {
+            throw Failure(
+                exitCode: 127,
+                "cannot run \(command[0]): \(command[0].contains("/") ? "no executable file there" : "not found in PATH")")
+        }
         let server = try connection.connect()
         let port = try ownership.take(name, on: server, connection: connection, output: output)
         // The child talks to the same portd as we do.

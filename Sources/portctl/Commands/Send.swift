@@ -32,7 +32,7 @@ struct Send: ParsableCommand {
         try connection.check()
     }
 
-    func run() throws { try reporting(execute) }
+    func run() throws { try reporting(json: output.json, execute) }
 
     func execute() throws(Failure) {
         let parts = try components.components()
@@ -63,7 +63,7 @@ struct Send: ParsableCommand {
 
 /// --msgid and --wait, shared by send and request.
 struct MessageOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("The message ID (decimal or 0x hexadecimal).", valueName: "n"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("The message ID (decimal or 0x hexadecimal).", valueName: "n"))
     var msgid: MessageID
 
     @Flag(help: "Wait for the name to be registered (up to --timeout) instead of failing at once.")
