@@ -13,14 +13,32 @@
 #   portctl request upper --msgid 1 --data hello     # "HELLO"
 #   portctl request upper --msgid 2 --data hello     # "5"
 #
-# PORTCTL names the portctl binary (default: portctl on PATH); the test
-# suite sets it and PORTD_SOCKET.
+# PORTCTL names the portctl binary; without it, portctl on PATH (make
+# install puts it there), else the one built in this clone (.build/debug,
+# then .build/release, as ./scripts/setup-and-run and swift build leave it),
+# so that it runs on a fresh clone as the README shows. The test suite sets
+# PORTD_SOCKET.
 set -eu
 
 name=${1:-upper}
 [ $# -gt 0 ] && shift
 
-exec "${PORTCTL:-portctl}" listen "$name" "$@" --exec '
+portctl=${PORTCTL:-}
+if [ -z "$portctl" ]; then
+    clone=$(cd "$(dirname "$0")/.." && pwd)
+    if command -v portctl >/dev/null 2>&1; then
+        portctl=portctl
+    elif [ -x "$clone/.build/debug/portctl" ]; then
+        portctl=$clone/.build/debug/portctl
+    elif [ -x "$clone/.build/release/portctl" ]; then
+        portctl=$clone/.build/release/portctl
+    else
+        echo "shell_service.sh: portctl not found: install it (make install), build this clone (swift build), or set PORTCTL" >&2
+        exit 127
+    fi
+fi
+
+exec "$portctl" listen "$name" "$@" --exec '
     case "$PORTCTL_MSGID" in
         1) tr "[:lower:]" "[:upper:]" ;;
         2) wc -c | tr -d " " ;;

@@ -3,7 +3,8 @@
 //   - portd_lookup_send.py, written from portd-protocol(7) alone, looks a
 //     name up through portd and sends to it (a message, and a request whose
 //     reply it prints), and exits with portctl's statuses when it cannot;
-//   - shell_service.sh is a service in shell run by `portctl listen --exec`;
+//   - shell_service.sh is a service in shell run by `portctl listen --exec`,
+//     and runs as the README shows on a fresh clone (no portctl on PATH);
 //   - the Python example of portd-protocol(7), as written, registers, looks
 //     up, accepts and sends more records than a queue holds (the sockets
 //     portd hands out are non-blocking; the example sets them blocking).
@@ -87,6 +88,21 @@ import PortTestSupport
         #expect(count.standardOutput == "\"5\\n\"\n")
         let other = try d.portctl(["request", svc, "--msgid", "9", "--raw"])
         #expect(other.standardOutput == "unknown msgid 9 (1: capitals, 2: byte count)\n")
+        #expect(try service.waitForExit() == 0, "\(service.standardError)")
+    }
+
+    /// shell_service.sh as the README runs it on a fresh clone: no PORTCTL
+    /// and no portctl on PATH; it finds the portctl this clone built.
+    @Test func shellServiceRunsAsTheReadmeShows() throws {
+        let d = try DaemonProcess.started()
+        let svc = uniqueName("upper")
+        var environment = ChildProcess.cleanEnvironment(d.environment)
+        environment["PORTCTL"] = nil
+        environment["PATH"] = "/usr/bin:/bin"
+        let service = try ChildProcess(executable: Self.shell, arguments: [svc, "--count", "1"], environment: environment)
+        try service.waitForStandardError(containing: "listening on \(svc)")
+        let upper = try d.portctl(["request", svc, "--msgid", "1", "--data", "hello", "--raw"])
+        #expect(upper.standardOutput == "HELLO")
         #expect(try service.waitForExit() == 0, "\(service.standardError)")
     }
 

@@ -204,11 +204,13 @@ import PortTestSupport
         let lenient = try portd.client()
         let first = try lenient.register("svc", ["allow-replacement"])
         #expect(first.words.first == "registered")
-        let firstInbox = try Inbox(on: loop, listening: try #require(first.ports.first))
+        let firstPort: SendRight = try #require(first.ports.first)
+        let firstInbox = try Inbox(on: loop, listening: firstPort)
         let taker = try portd.client()
         let taken = try taker.register("svc", ["replace-existing"])
         #expect(taken.words.first == "registered")
-        let takerInbox = try Inbox(on: loop, listening: try #require(taken.ports.first))
+        let takenPort: SendRight = try #require(taken.ports.first)
+        let takerInbox = try Inbox(on: loop, listening: takenPort)
         _ = events.next()  // released by b
         _ = events.next()  // registered by lenient
         #expect(events.next()?.words.prefix(2) == ["svc", "replaced"])

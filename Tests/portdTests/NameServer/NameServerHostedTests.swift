@@ -266,7 +266,7 @@ private func name(_ s: String) -> PortName { try! PortName(validating: s) }
         let stale = try UnixSocket.makeSocket()
         try UnixSocket.bind(stale, to: UnixSocketAddress(path: "\(ports)/p1"))
         stale.close()
-        FileManager.default.createFile(atPath: "\(ports)/notes", contents: Data())
+        #expect(FileManager.default.createFile(atPath: "\(ports)/notes", contents: Data()))
         let (_, removed) = try PortDirectory.prepare(path: ports, userID: getuid())
         #expect(removed == 1)
         #expect(try FileSystem.entries(ofDirectory: ports) == ["notes"])

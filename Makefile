@@ -1,0 +1,80 @@
+# Makefile: install portd and portctl as a system service, and package them.
+#
+#   make                  release build of portd and portctl (Swift runtime
+#                         linked statically, glibc dynamically)
+#   make install          install under $(DESTDIR)$(PREFIX) (see README, Install)
+#   make uninstall        remove exactly what make install recorded
+#   make deb              a Debian package in .build-deb/ (scripts/build-deb)
+#   make check-install    what CI checks of all of this (scripts/check-install)
+#
+# PREFIX defaults to /usr/local. The configuration stays in /etc/portd
+# (SYSCONFDIR), where portd reads it whatever PREFIX is. The unit
+# directories are pkg-config's (systemd.pc), under PREFIX when PREFIX is not
+# systemd's own prefix. Every directory can be overridden on the command line.
+# The build has its own scratch path (.build-install), so that it does not
+# rebuild, with other flags, the .build/ that swift build and the tests use.
+
+PREFIX ?= /usr/local
+DESTDIR ?=
+BINDIR ?= $(PREFIX)/bin
+DATADIR ?= $(PREFIX)/share
+MANDIR ?= $(DATADIR)/man
+DOCDIR ?= $(DATADIR)/doc/portd
+SYSCONFDIR ?= /etc
+MANIFEST ?= $(DATADIR)/portd/install-manifest
+STRIP ?= strip
+SWIFT ?= swift
+
+# pkg-config's unit directories; under PREFIX unless PREFIX is systemd's.
+SYSTEMD_PREFIX := $(shell pkg-config --variable=prefix systemd 2>/dev/null)
+ifeq ($(PREFIX),$(SYSTEMD_PREFIX))
+SYSTEMD_DEFINES :=
+else
+SYSTEMD_DEFINES := --define-variable=prefix=$(PREFIX) --define-variable=root_prefix=$(PREFIX)
+endif
+SYSTEMDSYSTEMUNITDIR ?= $(or $(shell pkg-config $(SYSTEMD_DEFINES) --variable=systemdsystemunitdir systemd 2>/dev/null),$(PREFIX)/lib/systemd/system)
+SYSTEMDUSERUNITDIR ?= $(or $(shell pkg-config $(SYSTEMD_DEFINES) --variable=systemduserunitdir systemd 2>/dev/null),$(PREFIX)/lib/systemd/user)
+BASHCOMPDIR ?= $(DATADIR)/bash-completion/completions
+ZSHCOMPDIR ?= $(DATADIR)/zsh/site-functions
+FISHCOMPDIR ?= $(DATADIR)/fish/vendor_completions.d
+
+# --static-swift-stdlib: the Swift runtime and Foundation inside the binary,
+# glibc (and libsystemd for portd) dynamic; docs/BENCHMARKS.md, "Installed
+# binaries", says why not -static-executable. lld: gold prints glibc's
+# link-time note on mktemp(3) (a .gnu.warning section), referenced by the
+# static FoundationEssentials, not by this project's code; lld does not
+# print such notes, and the build has no other warning. -z now: every symbol
+# bound at start (full RELRO with lld's default -z relro).
+SWIFT_BUILD = $(SWIFT) build -c release --static-swift-stdlib -Xswiftc -use-ld=lld -Xlinker -z -Xlinker now --scratch-path .build-install
+BUILDDIR = $(CURDIR)/.build-install/release
+
+export DESTDIR PREFIX BINDIR MANDIR DOCDIR SYSCONFDIR MANIFEST STRIP BUILDDIR
+export SYSTEMDSYSTEMUNITDIR SYSTEMDUSERUNITDIR BASHCOMPDIR ZSHCOMPDIR FISHCOMPDIR
+
+.PHONY: all build install install-files uninstall deb check-install clean
+
+all: build
+
+build:
+	$(SWIFT_BUILD) --product portd
+	$(SWIFT_BUILD) --product portctl
+
+# install builds first where swift is on PATH; under sudo, whose PATH often
+# lacks the toolchain, it installs what `make` built.
+install: $(if $(shell command -v $(SWIFT) 2>/dev/null),build) install-files
+
+# install-files: install what is built, without building (make deb uses it).
+install-files:
+	scripts/install-tree install
+
+uninstall:
+	scripts/install-tree uninstall
+
+deb: build
+	scripts/build-deb
+
+check-install:
+	scripts/check-install
+
+clean:
+	rm -rf .build-install .build-deb

@@ -1,0 +1,27 @@
+# names.fish: appended by scripts/gen-completions to the fish completion that
+# swift-argument-parser generates for portctl. It completes a verb's NAME
+# (the first argument of lookup, send, request, wait, watch, checkin, listen
+# and register) with the names portd knows (`portctl list --json`, asking the
+# instance the command line names with --system/--user/--socket). When portd
+# is not running it offers nothing.
+
+function __portctl_registered_names
+    set -l tokens (commandline -opc)
+    set -l instance
+    for i in (seq 2 (count $tokens))
+        switch $tokens[$i]
+            case --system --user
+                set -a instance $tokens[$i]
+            case --socket
+                set -l next (math $i + 1)
+                if test $next -le (count $tokens)
+                    set -a instance --socket $tokens[$next]
+                end
+        end
+    end
+    $tokens[1] list --json --timeout 1 $instance 2>/dev/null | string replace -rf '.*"name":"([^"\\\\]*)".*' '$1'
+end
+
+for verb in lookup send request wait watch checkin listen register
+    complete -c portctl -n "__portctl_should_offer_completions_for_positional 'portctl $verb' -eq 1" -f -a '(__portctl_registered_names)'
+end
