@@ -109,6 +109,9 @@ public enum NameServerProtocol {
         public static let waitMilliseconds = "wait_ms"
         /// LIST's optional component: continue after this name.
         public static let after = "after"
+        /// OWNER's optional second component: the page starts at this
+        /// place in the queue (0 is the next owner).
+        public static let from = "from"
         public static let version = "version"
         public static let uptime = "uptime_ms"
         public static let names = "names"
@@ -119,13 +122,15 @@ public enum NameServerProtocol {
 
         /// Every key above.
         public static let all = [
-            message, pid, uid, since, queued, waitMilliseconds, after, version, uptime, names, clients, lookups,
+            message, pid, uid, since, queued, waitMilliseconds, after, from, version, uptime, names, clients, lookups,
             refusals, declared,
         ]
     }
 
-    /// The last component of a LIST reply that could not hold every name:
-    /// the client asks again with "after=LAST-NAME".
+    /// The last component of a LIST reply that could not hold every name
+    /// (the client asks again with "after=LAST-NAME"), and of an OWNER
+    /// reply that could not hold the whole queue (the client asks again
+    /// with "from=N", N the queued processes it has so far).
     public static let listContinues = "more"
 
     /// "key=value", a field of a request or a reply.

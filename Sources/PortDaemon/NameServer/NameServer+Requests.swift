@@ -195,7 +195,13 @@ extension NameServer {
         return reply(c.msgid, .list(lines: lines, more: more))
     }
 
-    func owner(_ name: PortName, _ c: Context) -> PCPortMessage {
+    /// "ok", the owner, since when, and the page of the queue that starts
+    /// at place `from`: as many "queued=PID:UID" as fit in one record of
+    /// at most PortLimits.default.maxComponents components (and at most
+    /// `ownerPageSize`), then the continuation word when the queue goes on
+    /// (the client asks again from the place after the last one it got).
+    /// Costs O(page), whatever the queue's length.
+    func owner(_ name: PortName, from: Int, _ c: Context) -> PCPortMessage {
         if let refused = refusal(.lookUp(name), c) { return refused }
         if let d = declared[name] {
             let owner = NameOwner(
@@ -205,11 +211,30 @@ extension NameServer {
         guard let owner = registry.owner(of: name) else {
             return reply(c.msgid, .error(.notFound, "no port is registered as \(name)"))
         }
+        let queue = registry.queue(of: name)
+        var page: [NameOwner.Process] = []
+        var index = min(from, queue.count)
+        // The owner's fields, the word and the continuation word take
+        // 5 components and well under 256 bytes.
+        let room = Self.controlPortLimits.maxRecordSize - WireFormat.headerSize - 5 * WireFormat.entrySize - 256
+        var size = 0
+        while index < queue.count, page.count < Self.ownerPageSize {
+            let process = queue[index].process
+            let cost = WireFormat.entrySize + NameServerProtocol.field(NameServerProtocol.Field.queued, process.colonPair).utf8.count
+            if size + cost > room { break }
+            size += cost
+            page.append(process)
+            index += 1
+        }
         let reported = NameOwner(
-            name: name.value, owner: owner.process, sinceMilliseconds: owner.sinceMilliseconds,
-            queued: registry.queue(of: name).map(\.process))
-        return reply(c.msgid, .owner(reported))
+            name: name.value, owner: owner.process, sinceMilliseconds: owner.sinceMilliseconds, queued: page)
+        return reply(c.msgid, .owner(reported, more: index < queue.count))
     }
+
+    /// The most queued processes one OWNER page names: with the five other
+    /// components, within what a client decodes by default
+    /// (PortLimits.default.maxComponents).
+    static let ownerPageSize = 1000
 
     func checkIn(_ name: PortName, _ c: Context) -> PCPortMessage {
         guard let port = declared[name] else { return reply(c.msgid, .word(.notDeclared)) }

@@ -346,8 +346,8 @@ final class NameServer {
             return watch(name, context, watcherPort: message.passedReplyPort!)
         case .list(let after):
             return list(after: after, context)
-        case .owner(let name):
-            return owner(name, context)
+        case .owner(let name, let from):
+            return owner(name, from: from, context)
         case .checkIn(let name):
             return checkIn(name, context)
         }
