@@ -336,7 +336,7 @@ public final class PortNameServer: Sendable {
                         port.invalidate()
                     }
                     onLost(newOwner)
-                case .ownerChanged, nil:
+                case .ownerChanged, .watchOverflow, nil:
                     break
                 }
                 return nil

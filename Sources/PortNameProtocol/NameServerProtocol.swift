@@ -39,6 +39,10 @@ public enum NameServerProtocol {
         /// Sent by portd to an owner's port (its REGISTER's reply port) when
         /// another client replaced it.
         public static let nameLost: UInt32 = 0xFFFF_0102
+        /// Sent by portd to a watcher's port that fell behind: its queue was
+        /// full, changes were not delivered, and the watch has ended (the
+        /// connection closes after it).
+        public static let watchOverflow: UInt32 = 0xFFFF_0103
     }
 
     /// The first component of every reply.
@@ -119,11 +123,13 @@ public enum NameServerProtocol {
         public static let lookups = "lookups"
         public static let refusals = "refusals"
         public static let declared = "declared"
+        /// WATCH_OVERFLOW: how many changes the watcher missed.
+        public static let missed = "missed"
 
         /// Every key above.
         public static let all = [
             message, pid, uid, since, queued, waitMilliseconds, after, from, version, uptime, names, clients, lookups,
-            refusals, declared,
+            refusals, declared, missed,
         ]
     }
 

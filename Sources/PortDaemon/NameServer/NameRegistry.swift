@@ -257,6 +257,9 @@ struct NameRegistry<Handles: NameRegistryHandles> {
     /// Whether the watch `id` is still in force.
     func isWatching(_ id: WatchID) -> Bool { watches[id] != nil }
 
+    /// The watch `id`, while it is in force.
+    func watch(_ id: WatchID) -> Watch? { watches[id] }
+
     func owner(of name: PortName) -> Ownership? { entries[name]?.owner }
 
     /// The owners waiting for `name`, next first.
