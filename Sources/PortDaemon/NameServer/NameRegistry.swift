@@ -17,6 +17,9 @@
 // Invariants:
 //   - a name is in `entries` exactly while it has an owner; an owner or a
 //     queued owner is never the same client twice for one name;
+//   - `sortedNames` is exactly the keys of `entries`, in byte order, so a
+//     LIST page starts by binary search and costs O(page + log n), never a
+//     sort of every name;
 //   - a client's `names` is exactly the names it owns or waits for, and
 //     counts against `namesPerClient`; its `lookups` and `watches` are
 //     exactly its pending lookups and watches;
@@ -228,6 +231,9 @@ struct NameRegistry<Handles: NameRegistryHandles> {
     /// Replaced on reload; counts already admitted stay.
     var limits: Limits
     private var entries: [PortName: Entry] = [:]
+    /// The keys of `entries`, in byte order (an insertion or removal moves
+    /// the tail: a memmove, no sort).
+    private var sortedNames: [PortName] = []
     private var clients: [ClientID: Client] = [:]
     private var clientsByUID: [UInt32: Int] = [:]
     private var watchesOfAllNames: Set<WatchID> = []
@@ -267,7 +273,43 @@ struct NameRegistry<Handles: NameRegistryHandles> {
 
     /// Every owned name in byte order, with its owner and queue length.
     func listing() -> [(name: PortName, owner: Ownership, queued: Int)] {
-        entries.keys.sorted().map { ($0, entries[$0]!.owner, entries[$0]!.queue.count) }
+        sortedNames.map { ($0, entries[$0]!.owner, entries[$0]!.queue.count) }
+    }
+
+    /// The owned names that sort after `after` (every one when nil), in
+    /// byte order, each with its owner and queue length, computed as the
+    /// caller reads them: O(log n) to start, O(1) a name.
+    func listing(after: PortName?) -> LazyMapSequence<ArraySlice<PortName>, (name: PortName, owner: Ownership, queued: Int)> {
+        let start = after.map { insertionIndex(of: $0, orAfter: true) } ?? 0
+        return sortedNames[start...].lazy.map { [entries] name in
+            let entry = entries[name]!
+            return (name, entry.owner, entry.queue.count)
+        }
+    }
+
+    /// Where `name` is, or would go, in `sortedNames`; with `orAfter`, the
+    /// index after it when it is there.
+    private func insertionIndex(of name: PortName, orAfter: Bool = false) -> Int {
+        var low = 0
+        var high = sortedNames.count
+        while low < high {
+            let mid = (low + high) / 2
+            if sortedNames[mid] < name || (orAfter && sortedNames[mid] == name) { low = mid + 1 } else { high = mid }
+        }
+        return low
+    }
+
+    /// Adds an entry for a name that had none, keeping `sortedNames`.
+    private mutating func addEntry(_ name: PortName, _ entry: Entry) {
+        entries[name] = entry
+        sortedNames.insert(name, at: insertionIndex(of: name))
+    }
+
+    /// Removes the entry of `name`, keeping `sortedNames`.
+    private mutating func removeEntry(_ name: PortName) {
+        guard entries.removeValue(forKey: name) != nil else { return }
+        let i = insertionIndex(of: name)
+        if i < sortedNames.count, sortedNames[i] == name { sortedNames.remove(at: i) }
     }
 
     /// The earliest deadline of a waiting lookup.
@@ -371,7 +413,7 @@ struct NameRegistry<Handles: NameRegistryHandles> {
             if let exceeded = descriptorQuota(uid: record.uid) { return .limit(exceeded) }
             record.names.insert(name)
             clients[client] = record
-            entries[name] = Entry(owner: candidate, queue: [])
+            addEntry(name, Entry(owner: candidate, queue: []))
             let answered = takeLookups(waitingFor: name)
             return .registered(
                 OwnerChange(
@@ -444,7 +486,7 @@ struct NameRegistry<Handles: NameRegistryHandles> {
             entries[name] = entry
             new = promoted
         } else {
-            entries[name] = nil
+            removeEntry(name)
         }
         return OwnerChange(
             name: name, kind: .released, old: old, new: new, watchers: watchers(of: name), answeredLookups: [])

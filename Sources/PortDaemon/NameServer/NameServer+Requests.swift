@@ -156,30 +156,37 @@ extension NameServer {
     /// "ok" and one line per name after `after` the client may look up, as
     /// many as fit in one record of at most PortLimits.default.maxComponents
     /// components; the continuation word at the end when some did not (the
-    /// client asks again after the last name).
+    /// client asks again after the last name). The registry keeps its names
+    /// sorted, so a page costs O(page + log n) (plus the names the policy
+    /// hides from this client), never a sort of every name.
     func list(after: PortName?, _ c: Context) -> PCPortMessage {
-        var entries: [(PortName, NameEntry)] = []
-        for entry in registry.listing() where after.map({ entry.name > $0 }) ?? true && maySee(entry.name, c) {
-            let o = entry.owner
-            entries.append(
-                (entry.name, NameEntry(
-                    name: entry.name.value, owner: o.process, sinceMilliseconds: o.sinceMilliseconds,
-                    queuedCount: entry.queued)))
-        }
-        for d in declared.all where after.map({ d.name > $0 }) ?? true && maySee(d.name, c) {
-            entries.append(
-                (d.name, NameEntry(
-                    name: d.name.value, owner: .init(pid: ownPID, uid: ownUID), sinceMilliseconds: d.sinceMilliseconds,
-                    queuedCount: 0)))
-        }
-        entries.sort { $0.0 < $1.0 }
+        var registered = registry.listing(after: after).makeIterator()
+        var declaredPorts = declared.all.filter { d in after.map { d.name > $0 } ?? true }[...]
+        var nextRegistered = registered.next()
         // Header, table and data must fit in one record, with room for the
         // continuation word (NameServerProtocol.listContinues).
         let room = Self.controlPortLimits.maxRecordSize - WireFormat.headerSize - 2 * WireFormat.entrySize - 6
         var lines: [String] = []
         var more = false
         var size = 0
-        for (_, entry) in entries {
+        while true {
+            let entry: NameEntry
+            let name: PortName
+            if let r = nextRegistered, declaredPorts.first.map({ r.name < $0.name }) ?? true {
+                name = r.name
+                entry = NameEntry(
+                    name: r.name.value, owner: r.owner.process, sinceMilliseconds: r.owner.sinceMilliseconds,
+                    queuedCount: r.queued)
+                nextRegistered = registered.next()
+            } else if let d = declaredPorts.popFirst() {
+                name = d.name
+                entry = NameEntry(
+                    name: d.name.value, owner: .init(pid: ownPID, uid: ownUID), sinceMilliseconds: d.sinceMilliseconds,
+                    queuedCount: 0)
+            } else {
+                break
+            }
+            guard maySee(name, c) else { continue }
             let line = entry.listLine
             let cost = WireFormat.entrySize + line.utf8.count
             // Components are capped at what a client decodes by default
