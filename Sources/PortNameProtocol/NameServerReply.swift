@@ -50,8 +50,20 @@ package struct NameServerReply<Port> {
     private init(_ word: NameServerProtocol.ReplyWord, _ rest: [Component] = []) {
         components = [.text(word.rawValue)] + rest
         self.word = word.rawValue
-        strings = rest.compactMap(\.text)
-        ports = rest.compactMap { if case .port(let p) = $0 { p } else { nil } }
+        // Plain loops: a LIST page has a thousand components, and key-path
+        // closures cost a metadata lookup each.
+        var strings: [String] = []
+        var ports: [Port] = []
+        strings.reserveCapacity(rest.count)
+        for component in rest {
+            switch component {
+            case .text(let text): strings.append(text)
+            case .port(let port): ports.append(port)
+            case .binary: break
+            }
+        }
+        self.strings = strings
+        self.ports = ports
     }
 
     // MARK: Replies portd sends

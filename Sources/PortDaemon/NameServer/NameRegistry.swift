@@ -276,14 +276,26 @@ struct NameRegistry<Handles: NameRegistryHandles> {
         sortedNames.map { ($0, entries[$0]!.owner, entries[$0]!.queue.count) }
     }
 
+    /// A LIST line's facts about an owned name.
+    struct Listed {
+        let name: PortName
+        let owner: NameOwner.Process
+        let sinceMilliseconds: UInt64
+        let queued: Int
+    }
+
     /// The owned names that sort after `after` (every one when nil), in
-    /// byte order, each with its owner and queue length, computed as the
-    /// caller reads them: O(log n) to start, O(1) a name.
-    func listing(after: PortName?) -> LazyMapSequence<ArraySlice<PortName>, (name: PortName, owner: Ownership, queued: Int)> {
+    /// byte order, each with its owner, since when and queue length,
+    /// computed as the caller reads them: O(log n) to start, O(1) a name
+    /// (no owner record or handle is copied).
+    func listing(after: PortName?) -> LazyMapSequence<ArraySlice<PortName>, Listed> {
         let start = after.map { insertionIndex(of: $0, orAfter: true) } ?? 0
         return sortedNames[start...].lazy.map { [entries] name in
-            let entry = entries[name]!
-            return (name, entry.owner, entry.queue.count)
+            entries[name].map { entry in
+                Listed(
+                    name: name, owner: NameOwner.Process(pid: entry.owner.credentials.pid, uid: entry.owner.credentials.uid),
+                    sinceMilliseconds: entry.owner.sinceMilliseconds, queued: entry.queue.count)
+            }!
         }
     }
 
@@ -404,15 +416,17 @@ struct NameRegistry<Handles: NameRegistryHandles> {
         _ name: PortName, client: ClientID, credentials: Credentials, options: RegistrationOptions,
         canQueue: Bool = true, now: UInt64, handle: Handles.Owner
     ) -> RegisterOutcome {
-        guard var record = clients[client] else { preconditionFailure("admit client \(client) first") }
+        // No copy of the client's record is held: a name is added in place
+        // (`clients[client]!.names`), so its set is never copied (a copy
+        // made each REGISTER quadratic in the names a client holds).
+        guard let uid = clients[client]?.uid else { preconditionFailure("admit client \(client) first") }
         let candidate = Ownership(
             client: client, credentials: credentials, sinceMilliseconds: now,
             allowsReplacement: options.contains(.allowReplacement), ticket: takeID(), handle: handle)
         guard var entry = entries[name] else {
-            if record.names.count >= limits.namesPerClient { return .limit(.namesPerClient(limits.namesPerClient)) }
-            if let exceeded = descriptorQuota(uid: record.uid) { return .limit(exceeded) }
-            record.names.insert(name)
-            clients[client] = record
+            if clients[client]!.names.count >= limits.namesPerClient { return .limit(.namesPerClient(limits.namesPerClient)) }
+            if let exceeded = descriptorQuota(uid: uid) { return .limit(exceeded) }
+            clients[client]!.names.insert(name)
             addEntry(name, Entry(owner: candidate, queue: []))
             let answered = takeLookups(waitingFor: name)
             return .registered(
@@ -423,15 +437,14 @@ struct NameRegistry<Handles: NameRegistryHandles> {
         if entry.owner.client == client { return .alreadyOwned(entry.owner) }
         let queuedAt = entry.queue.firstIndex { $0.client == client }
         if options.contains(.replaceExisting) && entry.owner.allowsReplacement {
-            if queuedAt == nil && record.names.count >= limits.namesPerClient {
+            if queuedAt == nil && clients[client]!.names.count >= limits.namesPerClient {
                 return .limit(.namesPerClient(limits.namesPerClient))
             }
-            if queuedAt == nil, let exceeded = descriptorQuota(uid: record.uid) { return .limit(exceeded) }
+            if queuedAt == nil, let exceeded = descriptorQuota(uid: uid) { return .limit(exceeded) }
             if let queuedAt { entry.queue.remove(at: queuedAt) }
             let old = entry.owner
             clients[old.client]?.names.remove(name)
-            record.names.insert(name)
-            clients[client] = record
+            clients[client]!.names.insert(name)
             entry.owner = candidate
             entries[name] = entry
             return .registered(
@@ -441,10 +454,9 @@ struct NameRegistry<Handles: NameRegistryHandles> {
         }
         if let queuedAt { return .queued(entry.queue[queuedAt], position: queuedAt + 1) }
         if options.contains(.doNotQueue) || !canQueue { return .alreadyOwned(entry.owner) }
-        if record.names.count >= limits.namesPerClient { return .limit(.namesPerClient(limits.namesPerClient)) }
-        if let exceeded = descriptorQuota(uid: record.uid) { return .limit(exceeded) }
-        record.names.insert(name)
-        clients[client] = record
+        if clients[client]!.names.count >= limits.namesPerClient { return .limit(.namesPerClient(limits.namesPerClient)) }
+        if let exceeded = descriptorQuota(uid: uid) { return .limit(exceeded) }
+        clients[client]!.names.insert(name)
         entry.queue.append(candidate)
         entries[name] = entry
         return .queued(candidate, position: entry.queue.count)

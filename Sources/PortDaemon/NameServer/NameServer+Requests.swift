@@ -153,12 +153,13 @@ extension NameServer {
         }
     }
 
-    /// "ok" and one line per name after `after` the client may look up, as
-    /// many as fit in one record of at most PortLimits.default.maxComponents
-    /// components; the continuation word at the end when some did not (the
-    /// client asks again after the last name). The registry keeps its names
-    /// sorted, so a page costs O(page + log n) (plus the names the policy
-    /// hides from this client), never a sort of every name.
+    /// "ok" and one line per name after `after` the client may look up, at
+    /// most `listPageSize` and as many as fit in one record; the
+    /// continuation word at the end when some did not (the client asks
+    /// again after the last name). The registry keeps its names sorted, so
+    /// a page costs O(page + log n) (plus the names the policy hides from
+    /// this client), never a sort of every name; the page size bounds what
+    /// one LIST adds to a pass of portd's loop (fair service).
     func list(after: PortName?, _ c: Context) -> PCPortMessage {
         var registered = registry.listing(after: after).makeIterator()
         var declaredPorts = declared.all.filter { d in after.map { d.name > $0 } ?? true }[...]
@@ -175,8 +176,7 @@ extension NameServer {
             if let r = nextRegistered, declaredPorts.first.map({ r.name < $0.name }) ?? true {
                 name = r.name
                 entry = NameEntry(
-                    name: r.name.value, owner: r.owner.process, sinceMilliseconds: r.owner.sinceMilliseconds,
-                    queuedCount: r.queued)
+                    name: r.name.value, owner: r.owner, sinceMilliseconds: r.sinceMilliseconds, queuedCount: r.queued)
                 nextRegistered = registered.next()
             } else if let d = declaredPorts.popFirst() {
                 name = d.name
@@ -189,10 +189,7 @@ extension NameServer {
             guard maySee(name, c) else { continue }
             let line = entry.listLine
             let cost = WireFormat.entrySize + line.utf8.count
-            // Components are capped at what a client decodes by default
-            // (PortLimits.default), not at what portd itself accepts; the
-            // word takes one.
-            if size + cost > room || lines.count + 2 >= PortLimits.default.maxComponents {
+            if size + cost > room || lines.count >= Self.listPageSize {
                 more = true
                 break
             }
@@ -201,6 +198,11 @@ extension NameServer {
         }
         return reply(c.msgid, .list(lines: lines, more: more))
     }
+
+    /// The most names one LIST reply holds: well within what a client
+    /// decodes by default (PortLimits.default.maxComponents), and small
+    /// enough that a page costs a fraction of a millisecond.
+    static let listPageSize = 256
 
     /// "ok", the owner, since when, and the page of the queue that starts
     /// at place `from`: as many "queued=PID:UID" as fit in one record of
@@ -241,7 +243,7 @@ extension NameServer {
     /// The most queued processes one OWNER page names: with the five other
     /// components, within what a client decodes by default
     /// (PortLimits.default.maxComponents).
-    static let ownerPageSize = 1000
+    static let ownerPageSize = 256
 
     func checkIn(_ name: PortName, _ c: Context) -> PCPortMessage {
         guard let port = declared[name] else { return reply(c.msgid, .word(.notDeclared)) }
