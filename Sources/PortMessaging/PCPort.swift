@@ -272,24 +272,31 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     /// listening socket of `other` (a port the name server created), which
     /// `other` gives up (it is invalidated without closing the socket). So
     /// an existing port can be given a name (NSPortNameServer
-    /// registerPort:name:). Fails with `.invalidated` when either port is
-    /// invalid or this one already has a listening socket.
-    package func adoptListeningSocket(of other: PCPort) throws(PortError) {
+    /// registerPort:name:). With `replacing`, a listening socket the port
+    /// already has is closed and leaves its loops first (a name registered
+    /// again with a new portd); its accepted connections stay. Fails with
+    /// `.invalidated` when either port is invalid or, without `replacing`,
+    /// this one already has a listening socket.
+    package func adoptListeningSocket(of other: PCPort, replacing: Bool = false) throws(PortError) {
         guard other !== self, let socket = other.lock.withLock({ () -> SharedDescriptor? in
             guard other.valid, let l = other.listening, other.connections.isEmpty else { return nil }
             other.listening = nil
             return l
         }) else { throw .invalidated }
         other.invalidate()
-        let targets: [(PCRunLoop, PCRunLoop.Mode)]? = lock.withLock {
-            guard valid, listening == nil else { return nil }
+        let outcome: (targets: [(PCRunLoop, PCRunLoop.Mode)], old: PortSource?)? = lock.withLock {
+            guard valid, listening == nil || replacing else { return nil }
+            let old = listener
             listening = socket
+            acceptPaused = false
             listener = PortSource(sharing: socket, events: .readable) { [weak self] _ in
                 self?.acceptAll()
             }
-            return scheduled
+            return (scheduled, old)
         }
-        guard let targets else { throw .invalidated }
+        guard let (targets, old) = outcome else { throw .invalidated }
+        // The old listener's source held its socket: it closes here.
+        old?.invalidate()
         guard let l = lock.withLock({ listener }) else { return }
         for (loop, mode) in targets {
             do { try loop.add(l, forMode: mode) } catch { throw .system(error) }

@@ -8,7 +8,7 @@
 // receiver answers with exactly one record on the same connection. While
 // waiting, the requesting thread runs its run loop in a mode private to this
 // right, in which only the reply is serviced (or in a mode the caller
-// names). Requests on one right are serialized (by `requestLock`, not by
+// names). Requests on one right are serialized (by a request lock, not by
 // the right's lock, which is never held while the loop runs); a reply that arrives after its request timed out is discarded
 // by the next request (replies come back in order).
 //
@@ -37,8 +37,13 @@ public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvert
     // and take `lock` to touch `reply`/`pendingReplies`/`peerGone`.
     private let lock = Lock()
     /// Serializes requests on this right; held across the run-loop wait,
-    /// never taken with `lock` held.
-    private let requestLock = Lock()
+    /// never taken with `lock` held. Made by the first request (lock held):
+    /// a right that never requests (a request's one-shot reply right, one
+    /// per request a port serves) does not pay for it.
+    private var requestLockStorage: Lock?
+    /// The mode private to this right that a request waits in, made by the
+    /// first request that needs it (lock held); nil until then.
+    private var privateReplyMode: PCRunLoop.Mode?
     private let connectionLock = Mutex<Void>(())
     /// The socket; nil once this right is closed.
     private var connection: SharedDescriptor?
@@ -55,7 +60,9 @@ public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvert
     /// SO_PASSCRED is on for this right's socket (for replies).
     private var passesCredentials = false
     private var replyError: PortError?
-    private var replySources: [ObjectIdentifier: (loop: PCRunLoop, source: PortSource)] = [:]
+    /// The source reading replies on each loop that made a request, and
+    /// whether it is in this right's private mode there already.
+    private var replySources: [ObjectIdentifier: (loop: PCRunLoop, source: PortSource, inPrivateMode: Bool)] = [:]
     private var invalidationSources: [PortSource] = []
     private static let nextID = Atomic<UInt64>(1)
     private let id = SendRight.nextID.wrappingAdd(1, ordering: .relaxed).oldValue
@@ -81,13 +88,27 @@ public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvert
     deinit {
         for (_, r) in replySources {
             r.source.invalidate()
-            r.loop.discardMode(replyMode)
+            if let m = privateReplyMode { r.loop.discardMode(m) }
         }
         for s in invalidationSources { s.invalidate() }
     }
 
-    /// The private mode a request runs the loop in.
-    var replyMode: PCRunLoop.Mode { PCRunLoop.Mode("org.portd.reply.\(id)") }
+    /// Lock held: the private mode a request runs the loop in (its name,
+    /// and so its hash, made once per right).
+    private func privateReplyModeLocked() -> PCRunLoop.Mode {
+        if let m = privateReplyMode { return m }
+        let m = PCRunLoop.Mode("org.portd.reply.\(id)")
+        privateReplyMode = m
+        return m
+    }
+
+    /// Lock held: the lock that serializes requests.
+    private func requestLockLocked() -> Lock {
+        if let l = requestLockStorage { return l }
+        let l = Lock()
+        requestLockStorage = l
+        return l
+    }
 
     public var description: String {
         currentConnection().map { "SendRight(fd: \($0.descriptor.description))" } ?? "SendRight(invalidated)"
@@ -109,7 +130,7 @@ public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvert
         }
         for s in sources { s.invalidate() }
         lock.withLock {
-            for (_, r) in replySources { r.loop.discardMode(replyMode) }
+            if let m = privateReplyMode { for (_, r) in replySources { r.loop.discardMode(m) } }
             replySources.removeAll()
             invalidationSources.removeAll()
             closeLocked()  // closes the descriptor unless a port still serves it
@@ -197,36 +218,33 @@ public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvert
         replyMode: PCRunLoop.Mode? = nil
     ) throws(PortError) -> RequestResult {
         let loop = PCRunLoop.current
-        let mode = replyMode ?? self.replyMode
-        return try requestLock.withLock { () throws(PortError) -> RequestResult in
+        let (serializer, mode) = lock.withLock { (requestLockLocked(), replyMode ?? privateReplyModeLocked()) }
+        let waitsInPrivateMode = replyMode == nil
+        return try serializer.withLock { () throws(PortError) -> RequestResult in
             let early = try lock.withLock { () throws(PortError) -> RequestResult? in
                 if let early = try sendRequestLocked(message, sendTimeout: sendTimeout) { return early }
                 // Level-triggered: a reply that is already there is reported at once.
-                try ensureReplySource(on: loop, mode: mode)
+                try ensureReplySource(on: loop, mode: mode, private: waitsInPrivateMode)
                 return nil
             }
             if let early { return early }
             var stopped = false
             defer {
-                if mode != self.replyMode { leaveReplyMode(mode, of: loop) }
+                if !waitsInPrivateMode { leaveReplyMode(mode, of: loop) }
                 if stopped { loop.stop() }  // for the run we were nested in
             }
             let deadline = loop.clock.now() + receiveTimeout
+            // The outcome is set only by the reply source, which runs inside
+            // the loop: run first, then look.
             while true {
-                switch try lock.withLock({ () throws(PortError) -> RequestResult? in try takeOutcomeLocked() }) {
-                case .some(let outcome): return outcome
-                case .none: break
+                let result = loop.runInMode(mode, before: deadline, returnAfterSourceHandled: true)
+                if let outcome = try lock.withLock({ () throws(PortError) -> RequestResult? in try takeOutcomeLocked() }) {
+                    return outcome
                 }
-                switch loop.runInMode(mode, before: deadline, returnAfterSourceHandled: true) {
-                case .timedOut:
-                    if let outcome = try lock.withLock({ () throws(PortError) -> RequestResult? in try takeOutcomeLocked() }) {
-                        return outcome
-                    }
-                    return .receiveTimedOut
+                switch result {
+                case .timedOut: return .receiveTimedOut
                 case .finished: return .invalidPort
-                case .stopped:
-                    stopped = true
-                    continue
+                case .stopped: stopped = true
                 case .handledSource: continue
                 }
             }
@@ -320,11 +338,13 @@ public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvert
 
     package func endAsyncRequest() { lock.withLock { asyncInFlight = false } }
 
-    /// Lock held: the source that reads replies on `loop`, added to `mode`.
-    private func ensureReplySource(on loop: PCRunLoop, mode: PCRunLoop.Mode) throws(PortError) {
+    /// Lock held: the source that reads replies on `loop`, added to `mode`
+    /// (once for good when `mode` is this right's private mode).
+    private func ensureReplySource(on loop: PCRunLoop, mode: PCRunLoop.Mode, private isPrivate: Bool) throws(PortError) {
         let key = ObjectIdentifier(loop)
         let source: PortSource
         if let existing = replySources[key] {
+            if isPrivate && existing.inPrivateMode { return }
             source = existing.source
         } else {
             guard let connection else { throw .invalidated }
@@ -332,13 +352,14 @@ public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvert
                 // Runs inside `request`, on its thread.
                 self.lock.withLock { self.readReply() }
             }
-            replySources[key] = (loop, source)
+            replySources[key] = (loop, source, false)
         }
         do {
             try loop.add(source, forMode: mode)
         } catch {
             throw .system(error)
         }
+        if isPrivate { replySources[key]?.inPrivateMode = true }
     }
 
     /// Lock held: reads one record from the connection: a reply, or a stale one to drop.

@@ -16,6 +16,9 @@ public enum NameServerError: Error, Sendable, CustomStringConvertible {
     /// No portd at the socket: no file there (ENOENT, ENOTDIR), or a file
     /// nobody listens on (ECONNREFUSED).
     case notRunning(socket: String)
+    /// Something else listens at the path: a socket of another type (a
+    /// stream or datagram socket), so not portd's.
+    case notPortd(socket: String)
     /// The socket or its directory is closed to us (EACCES, EPERM).
     case permissionDenied(socket: String)
     /// The per-user fallback directory under /tmp is not private to the user.
@@ -48,6 +51,7 @@ public enum NameServerError: Error, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .notRunning(let socket): "portd is not running at \(socket)"
+        case .notPortd(let socket): "portd is not running at \(socket): a socket of another type listens there"
         case .permissionDenied(let socket): "permission denied connecting to portd at \(socket)"
         case .untrustedDirectory(let why): "not trusting the socket's directory: \(why)"
         case .denied(let message): "denied by portd: \(message)"

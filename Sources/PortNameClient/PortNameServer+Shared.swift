@@ -25,7 +25,7 @@ extension PortNameServer {
     public static var shared: PortNameServer {
         get throws(NameServerError) {
             try sharedClient.withLock { (client) throws(NameServerError) -> PortNameServer in
-                if let client, client.isValid { return client }
+                if let client, client.isValid || client.reconnects { return client }
                 let made = try PortNameServer()
                 client = made
                 return made
@@ -51,6 +51,8 @@ extension PortNameServer {
             }
             // The port's end is the name's end.
             port.onInvalidation { [weak self] in _ = try? self?.release(name) }
+            // Registered again with this port, should portd restart.
+            keep(name, port, .registered([.doNotQueue]))
             return true
         case .alreadyOwned, .queued:
             return false

@@ -7,6 +7,9 @@
 // One instance is one client connection to portd's control socket (path
 // from DaemonPaths). Names it registers belong to that connection: portd
 // releases them the moment it closes (invalidate(), deinit, exit, crash).
+// A client told to `reconnectAutomatically` replaces its connection when
+// portd goes and comes back, and registers its names again
+// (PortNameServer+Reconnect).
 // Every request is a port message with REPLY_EXPECTED, sent by
 // SendRight.request on the calling thread's run loop; portd answers each
 // with one record, in order, and one request is in flight at a time
@@ -43,10 +46,19 @@ public final class PortNameServer: Sendable {
     public let socketPath: String
     /// The bound of each request (and of the connect): no reply within it is `.timedOut`.
     public let timeout: Duration
-    private let control: SendRight
-    private let limits: PortLimits
-    private let lossRelay = ConnectionLossRelay()
+    /// The connection to portd and the relay of its loss; replaced when
+    /// the client reconnects (`reconnectAutomatically`).
+    let connection: Mutex<Connection>
+    let limits: PortLimits
     package let state = Mutex(State())
+
+    struct Connection {
+        var control: SendRight
+        var lossRelay = ConnectionLossRelay()
+    }
+
+    /// The current connection to portd.
+    private var control: SendRight { connection.withLock { $0.control } }
 
     package struct State {
         var cache: [String: SendRight] = [:]
@@ -54,6 +66,13 @@ public final class PortNameServer: Sendable {
         var acquisitions: [ObjectIdentifier: PCPort] = [:]
         /// The ports of running watches (they end with the connection).
         var watches: [ObjectIdentifier: PCPort] = [:]
+        /// The names this client owns or checked in, registered again after
+        /// a reconnection (see PortNameServer+Reconnect).
+        var kept: [String: KeptName] = [:]
+        /// Set by `reconnectAutomatically`.
+        var reconnection: Reconnection?
+        /// `invalidate()` was called: never reconnect.
+        var closed = false
     }
 
     /// Connects to portd at `location`. The per-user fallback directory
@@ -69,7 +88,7 @@ public final class PortNameServer: Sendable {
         self.socketPath = location.path
         self.timeout = timeout
         self.limits = limits
-        self.control = try Self.connect(location.path, timeout: timeout, limits: limits)
+        self.connection = Mutex(Connection(control: try Self.connect(location.path, timeout: timeout, limits: limits)))
     }
 
     /// Connects to the portd this process's environment names: PORTD_SOCKET,
@@ -103,6 +122,9 @@ public final class PortNameServer: Sendable {
                 s.cache.removeAll()
                 s.acquisitions.removeAll()
                 s.watches.removeAll()
+                s.kept.removeAll()
+                s.reconnection = nil
+                s.closed = true
             }
             return Array(s.acquisitions.values) + Array(s.watches.values)
         }
@@ -123,6 +145,7 @@ public final class PortNameServer: Sendable {
         in loop: PCRunLoop, forMode mode: PCRunLoop.Mode = .common, _ handler: @escaping () -> Void
     ) throws(NameServerError) {
         let key = ConnectionLossRelay.Key(loop: ObjectIdentifier(loop), mode: mode)
+        let (control, lossRelay) = connection.withLock { ($0.control, $0.lossRelay) }
         guard lossRelay.add(handler, for: key) else { return }
         do {
             try control.onInvalidation(in: loop, forMode: mode) { [lossRelay] in lossRelay.fire(key) }
@@ -144,10 +167,11 @@ public final class PortNameServer: Sendable {
     /// A blocking connect bounded by SO_SNDTIMEO (the only way AF_UNIX
     /// offers to wait for room in a full backlog), then a non-blocking
     /// socket for the port layer.
-    private static func connect(_ path: String, timeout: Duration, limits: PortLimits) throws(NameServerError) -> SendRight {
+    static func connect(_ path: String, timeout: Duration, limits: PortLimits) throws(NameServerError) -> SendRight {
         func mapped(_ error: SystemCallError) -> NameServerError {
             switch error.errno {
             case .noSuchFileOrDirectory, .notDirectory, .connectionRefused: .notRunning(socket: path)
+            case .protocolWrongTypeForSocket: .notPortd(socket: path)
             case .permissionDenied, .notPermitted: .permissionDenied(socket: path)
             default: .transport(.system(error))
             }
@@ -369,7 +393,9 @@ public final class PortNameServer: Sendable {
             } else {
                 notifier?.invalidate()
             }
-            return .registered(try Self.receivePort(from: right, limits: limits))
+            let port = try Self.receivePort(from: right, limits: limits)
+            keep(name, port, .registered(options.union(.doNotQueue)))
+            return .registered(port)
         case .queued:
             guard let notifier else { throw .protocolError("queued although the request said do-not-queue") }
             state.withLock { $0.acquisitions[ObjectIdentifier(notifier)] = notifier }
@@ -393,7 +419,9 @@ public final class PortNameServer: Sendable {
         try Self.checkName(name)
         let reply = try request(NameServerProtocol.MessageID.release, [name], what: "RELEASE \(name)")
         switch reply.replyWord {
-        case .released: return .released
+        case .released:
+            state.withLock { _ = $0.kept.removeValue(forKey: name) }
+            return .released
         case .notOwner: return .notOwner
         default: throw reply.unexpected(for: "RELEASE")
         }
@@ -407,7 +435,9 @@ public final class PortNameServer: Sendable {
         switch reply.replyWord {
         case .checkedIn:
             guard let right = reply.ports.first else { throw .protocolError("\"checked-in\" without a port") }
-            return .checkedIn(try Self.receivePort(from: right, limits: limits))
+            let port = try Self.receivePort(from: right, limits: limits)
+            keep(name, port, .checkedIn)
+            return .checkedIn(port)
         case .notDeclared:
             return .notDeclared
         default:

@@ -19,8 +19,20 @@ extension PCRunLoop {
     /// A run-loop mode, named by a string.
     public struct Mode: Hashable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
         public let name: String
-        public init(_ name: String) { self.name = name }
-        public init(stringLiteral value: String) { self.name = value }
+        /// The name's hash, computed once: a loop looks its mode up in a
+        /// dictionary on every run, and a request runs the loop once per
+        /// reply, so hashing the name each time showed in profiles.
+        private let nameHash: Int
+
+        public init(_ name: String) {
+            self.name = name
+            self.nameHash = name.hashValue
+        }
+
+        public init(stringLiteral value: String) { self.init(value) }
+
+        public static func == (a: Mode, b: Mode) -> Bool { a.nameHash == b.nameHash && a.name == b.name }
+        public func hash(into hasher: inout Hasher) { hasher.combine(nameHash) }
 
         /// The mode a loop runs in unless told otherwise: `kCFRunLoopDefaultMode`
         /// (`NSDefaultRunLoopMode`), named as in CF so a mode made from CF's
@@ -35,7 +47,10 @@ extension PCRunLoop {
     }
 }
 
-/// Everything one mode holds. Protected by the owning loop's lock.
+/// Everything one mode holds. Protected by the owning loop's lock. The
+/// fields every pass touches skip the runtime's exclusivity check, for the
+/// reason given at PCRunLoop's "Protected by lock": accessed only with the
+/// lock held, each access instantaneous, none held across a callout.
 package final class ModeState {
     package let mode: PCRunLoop.Mode
     /// The epoll instance watching this mode's port sources plus the loop's
@@ -48,13 +63,13 @@ package final class ModeState {
     private let epollCreated = Atomic<Bool>(false)
     /// Whether `epoll` exists; lock-free.
     var hasEpoll: Bool { epollCreated.load(ordering: .acquiring) }
-    var portSources: [UInt64: PortSource] = [:]
-    var customSources: [ObjectIdentifier: RunLoopSource] = [:]
-    var timers = TimerHeap()
+    @exclusivity(unchecked) var portSources: [UInt64: PortSource] = [:]
+    @exclusivity(unchecked) var customSources: [ObjectIdentifier: RunLoopSource] = [:]
+    @exclusivity(unchecked) var timers = TimerHeap()
     /// Runs of this mode in progress (nested runs count each).
-    var runDepth = 0
+    @exclusivity(unchecked) var runDepth = 0
     var isRunning: Bool { runDepth > 0 }
-    var observers: [RunLoopObserver] = []  // sorted by (order, sequence)
+    @exclusivity(unchecked) var observers: [RunLoopObserver] = []  // sorted by (order, sequence)
     private let observedMask = Atomic<UInt32>(0)
     /// The union of the activities this mode's observers watch.
     var observedActivities: PCRunLoop.Activity {

@@ -99,15 +99,21 @@ package enum Descriptor {
         }.get()
     }
 
-    /// Reads `fd` to its end (waiting for data on a non-blocking one).
-    package static func readAll(_ fd: borrowing OwnedDescriptor, sizeHint: Int = 0) throws(SystemCallError) -> [UInt8] {
+    /// Reads `fd` to its end (waiting for data on a non-blocking one). More
+    /// than `limit` bytes throw EFBIG as soon as the limit is passed, so an
+    /// endless source (/dev/zero) costs at most `limit` bytes of memory.
+    package static func readAll(
+        _ fd: borrowing OwnedDescriptor, sizeHint: Int = 0, limit: Int = .max
+    ) throws(SystemCallError) -> [UInt8] {
         var result: [UInt8] = []
-        result.reserveCapacity(sizeHint + 1)
+        result.reserveCapacity(min(sizeHint, limit) + 1)
         let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 16, alignment: 1)
         defer { chunk.deallocate() }
         while true {
             switch try read(fd, into: chunk) {
-            case .bytes(let n): result.append(contentsOf: UnsafeRawBufferPointer(rebasing: chunk[..<n]))
+            case .bytes(let n):
+                if n > limit - result.count { throw SystemCallError(call: "read", errno: .fileTooLarge) }
+                result.append(contentsOf: UnsafeRawBufferPointer(rebasing: chunk[..<n]))
             case .endOfFile: return result
             case .wouldBlock: _ = try Poll.wait(fd, for: .readable, timeout: nil)
             }

@@ -1,7 +1,7 @@
 // FileSystem+Contents: reading a file whole: a small configuration file
 // (portd.conf and its drop-ins; `contents(ofFile:maximumBytes:)`), or any
 // file a user names on a command line (`portctl send --file PATH`,
-// `contents(ofPath:)`: no size bound, and a FIFO such as `<(command)` is
+// `contents(ofPath:limit:)`: bounded by the caller, and a FIFO such as `<(command)` is
 // read to its end, waiting for its writer, as a user who names one expects).
 //
 // Invariants: "not there" (ENOENT) is a value (nil), as in FileSystem,
@@ -50,19 +50,23 @@ extension FileSystem {
         }
     }
 
-    /// The bytes of the file at `path`, whatever its size and kind (a FIFO
-    /// is waited on). The file's size from fstat is only a hint: a file may
+    /// The bytes of the file at `path`, whatever its kind (a FIFO is waited
+    /// on); more than `limit` bytes throw EFBIG, before reading when the
+    /// file says its size, as soon as the limit is passed otherwise. The file's size from fstat is only a hint: a file may
     /// grow or shrink while read. The corresponding C functions are
     /// `open(O_RDONLY | O_CLOEXEC)`, `fstat` and `read`.
-    package static func contents(ofPath path: String) throws(SystemCallError) -> [UInt8] {
+    package static func contents(ofPath path: String, limit: Int = .max) throws(SystemCallError) -> [UInt8] {
         let file = OwnedDescriptor(adopting: try SystemCall.must("open(\(path))") { open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY) })
         let status = try FileSystem.status(ofDescriptor: file)
         if status.kind == .directory { throw SystemCallError(call: "read(\(path))", errno: .isDirectory) }
         var s = stat()
         let fd = file.rawValue
         _ = try SystemCall.must("fstat(\(path))") { fstat(fd, &s) }
+        if status.kind == .regular && Int(s.st_size) > limit {
+            throw SystemCallError(call: "read(\(path))", errno: .fileTooLarge)  // before reading a byte
+        }
         do {
-            return try Descriptor.readAll(file, sizeHint: status.kind == .regular ? Int(s.st_size) : 0)
+            return try Descriptor.readAll(file, sizeHint: status.kind == .regular ? Int(s.st_size) : 0, limit: limit)
         } catch {
             throw SystemCallError(call: "\(error.call)(\(path))", errno: error.errno)
         }

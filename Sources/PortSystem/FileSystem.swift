@@ -106,6 +106,28 @@ package enum FileSystem {
         _ = try SystemCall.must("chmod(\(path))") { chmod(path, mode_t(permissions)) }
     }
 
+    /// Whether the calling process may execute the regular file at `path`
+    /// (symlinks followed, as exec does). The corresponding C functions are
+    /// `access(X_OK)` and `stat`.
+    package static func isExecutableFile(_ path: String) -> Bool {
+        var s = stat()
+        guard stat(path, &s) == 0, s.st_mode & S_IFMT == S_IFREG else { return false }
+        return access(path, X_OK) == 0
+    }
+
+    /// Where exec would find `command`: itself when it has a slash, else
+    /// the first executable file of that name in `searchPath` (PATH's
+    /// syntax; an empty entry is the current directory). Nil when nowhere.
+    package static func executablePath(of command: String, searchPath: String?) -> String? {
+        if command.contains("/") { return isExecutableFile(command) ? command : nil }
+        let entries = (searchPath ?? "/usr/local/bin:/usr/bin:/bin").split(separator: ":", omittingEmptySubsequences: false)
+        for entry in entries {
+            let candidate = entry.isEmpty ? command : "\(entry)/\(command)"
+            if isExecutableFile(candidate) { return candidate }
+        }
+        return nil
+    }
+
     /// Opens directory `path` (a final symlink is not followed) and takes
     /// an exclusive advisory lock on it without waiting: the returned
     /// descriptor holds the lock until it closes, and the kernel lets go of

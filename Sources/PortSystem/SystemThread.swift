@@ -10,6 +10,7 @@
 
 import CPortSystem
 import Glibc
+import Synchronization
 
 /// A thread's identity, comparable across threads. The corresponding C
 /// functions are `pthread_self` and `pthread_equal`.
@@ -34,8 +35,22 @@ package struct ThreadIdentity: @unchecked Sendable {
     }
 
     /// Whether the calling thread is the process's main thread (its thread id
-    /// is the process id). The corresponding C function is `gettid`.
-    package static var isMainThread: Bool { port_gettid() == getpid() }
+    /// is the process id). Asked on every run of the main loop, so the main
+    /// thread's pthread_t is remembered the first time the main thread asks
+    /// and compared from then on (no system call); the main thread lives as
+    /// long as the process, so its pthread_t is never another thread's. The
+    /// corresponding C functions are `gettid`, `getpid` and `pthread_self`.
+    package static var isMainThread: Bool {
+        let me = UInt(pthread_self())
+        let known = mainPthread.load(ordering: .relaxed)
+        if known != 0 { return known == me }
+        guard port_gettid() == getpid() else { return false }
+        mainPthread.store(me, ordering: .relaxed)
+        return true
+    }
+
+    /// The main thread's pthread_t once seen; 0 before.
+    private static let mainPthread = Atomic<UInt>(0)
 }
 
 package enum SystemThread {

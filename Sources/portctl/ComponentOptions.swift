@@ -56,28 +56,52 @@ struct ComponentOptions: ParsableArguments {
         var f = file.makeIterator()
         var h = hex.makeIterator()
         var result: [PCPortMessage.Component] = []
+        // What a message can carry at most: its data beyond what fits in one
+        // record goes as sealed memory, at most `maxLargeDataBytes` in all.
+        let limits = PortLimits.default
+        var left = Int(clamping: limits.maxLargeDataBytes) + limits.maxRecordSize
         for kind in kinds {
+            let bytes: [UInt8]
             switch kind {
-            case .data: result.append(.data(Array(d.next()!.utf8)))
-            case .hex: result.append(.data(HexBytes.parse(h.next()!)!))
+            case .data: bytes = Array(d.next()!.utf8)
+            case .hex: bytes = HexBytes.parse(h.next()!)!
             case .file:
                 let path = f.next()!
                 do {
-                    result.append(.data(try FileSystem.contents(ofPath: path)))
+                    bytes = try FileSystem.contents(ofPath: path, limit: left)
                 } catch {
-                    throw Failure(error.errno == .noSuchFileOrDirectory ? .usage : .failure, "cannot read \(path): \(error.errno)")
+                    // Every bad file is a bad argument: the same status, and a reason.
+                    throw Failure(.usage, Self.problem(reading: path, error, limit: limits))
                 }
             case .standardInput:
                 do {
-                    result.append(.data(try StandardStream.input.withDescriptor { (input) throws(SystemCallError) in
-                        try Descriptor.readAll(input)
-                    }))
+                    bytes = try StandardStream.input.withDescriptor { (input) throws(SystemCallError) in
+                        try Descriptor.readAll(input, limit: left)
+                    }
                 } catch {
-                    throw Failure(.failure, "cannot read standard input: \(error)")
+                    throw Failure(.usage, Self.problem(reading: "standard input", error, limit: limits))
                 }
             }
+            left -= bytes.count
+            if left < 0 { throw Failure(.usage, Self.tooLarge(limits)) }
+            result.append(.data(bytes))
         }
         return result
+    }
+
+    private static func tooLarge(_ limits: PortLimits) -> String {
+        "the message is too large: its data components add up to more than \(limits.maxLargeDataBytes >> 30) GiB, the protocol's limit"
+    }
+
+    /// Why `what` could not be read, for the user.
+    private static func problem(reading what: String, _ error: SystemCallError, limit limits: PortLimits) -> String {
+        switch error.errno {
+        case .fileTooLarge: "cannot read \(what): too large (\(tooLarge(limits)))"
+        case .isDirectory: "cannot read \(what): it is a directory"
+        case .noSuchFileOrDirectory: "cannot read \(what): no such file"
+        case .permissionDenied: "cannot read \(what): permission denied"
+        default: "cannot read \(what): \(error.errno)"
+        }
     }
 }
 
@@ -163,22 +187,33 @@ enum HexBytes {
 }
 
 /// A message ID: decimal or 0x-hexadecimal; IDs reserved for portd refused.
+/// Any text is taken as the option's value (so `--msgid -1` is a msgid,
+/// not a missing value) and judged by `check`, which says what is wrong.
 struct MessageID: ExpressibleByArgument {
     let value: UInt32
+    /// The text given when it is not a message ID.
+    private let invalid: String?
 
     init?(argument: String) {
         let parsed: UInt32? =
             argument.lowercased().hasPrefix("0x") ? UInt32(argument.dropFirst(2), radix: 16) : UInt32(argument)
-        guard let parsed else { return nil }
-        value = parsed
+        value = parsed ?? 0
+        invalid = parsed == nil ? argument : nil
     }
 
-    init(_ value: UInt32) { self.value = value }
+    init(_ value: UInt32) {
+        self.value = value
+        self.invalid = nil
+    }
 
     var defaultValueDescription: String { String(value) }
 
     /// The check every verb that sends applies in `validate()`.
     static func check(_ id: MessageID) throws {
+        if let text = id.invalid {
+            throw ValidationError(
+                "'\(text)' is not a message ID: give a number from 0 to 4294967295, decimal or 0x hexadecimal")
+        }
         if WireFormat.reservedMessageIDs.contains(id.value) {
             throw ValidationError("msgid \(id.value) is reserved for portd (0xffff0000 and above)")
         }

@@ -22,6 +22,13 @@ struct Failure: Error {
         self.message = nil
     }
 
+    /// A failure with a status outside the table, in a shell's convention
+    /// (127: the command to run was not found).
+    init(exitCode code: Int32, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
     /// A failure that prints nothing.
     static func silent(_ status: ExitStatus) -> Failure { Failure(code: status.rawValue) }
 
@@ -32,7 +39,7 @@ struct Failure: Error {
     init(_ error: NameServerError) {
         let status: ExitStatus =
             switch error {
-            case .notRunning: .notRunning
+            case .notRunning, .notPortd: .notRunning
             case .permissionDenied, .denied: .permissionDenied
             case .invalidName: .usage
             case .timedOut: .timedOut

@@ -12,8 +12,8 @@
 // by default 4096 in text, 64 KiB in JSON), so a 1 GiB memfd component
 // prints a bounded line instead of a 1.4 GB one: text says how many bytes
 // there are and how many it shows, JSON adds "truncated":true and the
-// first N bytes ("text" only when those bytes are UTF-8, cut back by at
-// most three bytes so that no character is split; else "base64"). Only the
+// first N bytes ("text" only when those bytes are UTF-8, less the first
+// bytes of a character the cut split; else "base64"). Only the
 // bytes shown are read. --raw and --exec always get every byte.
 
 import ArgumentParser
@@ -103,15 +103,37 @@ enum MessageRendering {
         }
         members.append(("truncated", .bool(true)))
         let shown = UnsafeRawBufferPointer(rebasing: bytes[..<limit])
-        // The cut may split a character: up to three bytes of it.
-        for cut in 0...min(3, limit) {
-            if let text = String(validating: UnsafeRawBufferPointer(rebasing: shown[..<(limit - cut)]), as: UTF8.self) {
-                members.append(("text", .string(text)))
-                return JSONObject(members)
-            }
+        // The cut may split a character: only then are its first bytes
+        // left out. Any other invalid byte makes the whole cut base64.
+        let kept = limit - incompleteTail(shown)
+        if let text = String(validating: UnsafeRawBufferPointer(rebasing: shown[..<kept]), as: UTF8.self) {
+            members.append(("text", .string(text)))
+        } else {
+            members.append(("base64", .string(Base64.encode(shown))))
         }
-        members.append(("base64", .string(Base64.encode(shown))))
         return JSONObject(members)
+    }
+
+    /// How many bytes at the end of `bytes` are the start of a UTF-8
+    /// character the cut split (a lead byte and fewer continuation bytes
+    /// than it announces); 0 when the last character is whole or the end
+    /// is not UTF-8 at all.
+    static func incompleteTail(_ bytes: UnsafeRawBufferPointer) -> Int {
+        var i = bytes.count - 1
+        var continuations = 0
+        while i >= 0 && continuations < 3 && bytes[i] & 0xC0 == 0x80 {
+            continuations += 1
+            i -= 1
+        }
+        guard i >= 0 else { return 0 }
+        let lead = bytes[i]
+        let length = switch lead {
+        case 0xC2...0xDF: 2
+        case 0xE0...0xEF: 3
+        case 0xF0...0xF4: 4
+        default: 1
+        }
+        return length > 1 && continuations + 1 < length ? continuations + 1 : 0
     }
 
     /// The bytes of every data component, concatenated (for --raw).

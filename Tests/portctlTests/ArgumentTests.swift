@@ -79,8 +79,12 @@ import PortCore
         #expect(MessageID(argument: "42")?.value == 42)
         #expect(MessageID(argument: "0x2A")?.value == 42)
         #expect(MessageID(argument: "0XffFF")?.value == 0xffff)
-        #expect(MessageID(argument: "4294967296") == nil)
-        #expect(MessageID(argument: "x") == nil)
+        // Not message IDs: taken as the option's value, refused by the check with a reason.
+        for bad in ["4294967296", "x", "-1"] {
+            let id = MessageID(argument: bad)!
+            #expect(throws: (any Error).self) { try MessageID.check(id) }
+        }
+        #expect(throws: Never.self) { try MessageID.check(MessageID(argument: "42")!) }
     }
 
     @Test func hexForms() {

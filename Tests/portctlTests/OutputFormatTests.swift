@@ -167,3 +167,26 @@ import PortTestSupport
         #expect(MessageRendering.rawBytes(Self.message) == Array("héllo".utf8) + [0, 1, 2, 0xff])
     }
 }
+
+/// --max-bytes in JSON (issue 14): a cut that splits a character leaves
+/// its first bytes out; bytes that are not UTF-8 anywhere in what is shown
+/// make it base64, as portctl(1) promises.
+@Suite struct JSONCutTests {
+    private func cut(_ bytes: [UInt8], _ limit: Int) -> String {
+        bytes.withUnsafeBytes { MessageRendering.json(ofBytes: $0, limit: limit).text }
+    }
+
+    @Test func invalidBytesBeforeTheCutAreBase64NotDropped() {
+        // A, FF, FF, R, then more: cut to 4 bytes.
+        #expect(cut([0x41, 0xFF, 0xFF, 0x52, 0x53, 0x54], 4) == #"{"kind":"data","length":6,"truncated":true,"base64":"Qf//Ug=="}"#)
+    }
+
+    @Test func aCharacterSplitByTheCutIsLeftOut() {
+        // "aé" is 61 C3 A9; cut to 2 bytes splits é.
+        #expect(cut([0x61, 0xC3, 0xA9, 0x62], 2) == #"{"kind":"data","length":4,"truncated":true,"text":"a"}"#)
+        // A four-byte character (F0 9F 98 80) cut after three of its bytes.
+        #expect(cut([0x61, 0xF0, 0x9F, 0x98, 0x80], 4) == #"{"kind":"data","length":5,"truncated":true,"text":"a"}"#)
+        // A whole character at the end is kept.
+        #expect(cut([0x61, 0xC3, 0xA9, 0x62], 3) == #"{"kind":"data","length":4,"truncated":true,"text":"aé"}"#)
+    }
+}

@@ -42,13 +42,19 @@ enum LogDestination: Equatable {
     /// Installs the handler for the whole process; call once, first thing.
     static func bootstrap() -> Logger {
         let destination = detect()
-        let level = level(from: CurrentProcess.environment("PORTD_LOG_LEVEL"))
+        let given = CurrentProcess.environment("PORTD_LOG_LEVEL")
+        let level = level(from: given)
         LoggingSystem.bootstrap { _ -> any LogHandler in
             switch destination {
             case .journal: JournalLogHandler(logLevel: level)
             case .standardError: StderrLogHandler(logLevel: level)
             }
         }
-        return Logger(label: "portd")
+        let logger = Logger(label: "portd")
+        if let given, Logger.Level(rawValue: given.lowercased()) == nil {
+            logger.warning(
+                "PORTD_LOG_LEVEL=\(given) is not a level (trace, debug, info, notice, warning, error, critical); logging at info")
+        }
+        return logger
     }
 }

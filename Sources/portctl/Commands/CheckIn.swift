@@ -22,7 +22,7 @@ struct CheckIn: ParsableCommand {
     )
 
     @Argument(help: "The server's name.") var server: String
-    @Option(help: ArgumentHelp("The check-in message ID.", valueName: "n"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("The check-in message ID.", valueName: "n"))
     var msgid = MessageID(WireFormat.checkInMessageID)
     @Option(help: ArgumentHelp("The worker's name, sent as the check-in's component.", valueName: "worker"))
     var name: String?

@@ -4,7 +4,8 @@
 // LISTEN_FDNAMES), so a program in any language can own a name. NAME is
 // released when COMMAND exits (portctl closes its connection to portd),
 // and portctl exits with COMMAND's status (128 + N for a signal N). When
-// portd goes away first, COMMAND is sent SIGTERM and portctl exits 69.
+// portd goes away first, COMMAND is sent SIGTERM and portctl exits 74
+// (as listen does when portd goes).
 
 import ArgumentParser
 import PortCore
@@ -17,8 +18,9 @@ struct Register: ParsableCommand {
             COMMAND gets the name's listening socket as descriptor 3, with LISTEN_FDS=1, \
             LISTEN_FDNAMES=NAME and LISTEN_PID set to its own pid (sd_listen_fds(3)). \
             portctl exits with COMMAND's exit status once it ends, and the name is released. \
+            A COMMAND that cannot be found is reported before the name is taken (status 127, as a shell). \
             If portd goes away while COMMAND runs (it stopped or crashed), the name is gone: \
-            portctl sends COMMAND SIGTERM, waits for it and exits with 69, so a supervisor can \
+            portctl sends COMMAND SIGTERM, waits for it and exits with 74, so a supervisor can \
             start it again against the new portd. \
             SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to portctl are relayed to COMMAND. \
             When the name is taken, portctl waits in its queue (unless --no-queue) and starts COMMAND \
@@ -47,6 +49,13 @@ struct Register: ParsableCommand {
     func run() throws { try reporting(execute) }
 
     func execute() throws(Failure) {
+        // Found before the name is taken, and said in portctl's words (not
+        // a shell's): status 127, as a shell gives for a missing command.
+        guard FileSystem.executablePath(of: command[0], searchPath: CurrentProcess.environment("PATH")) != nil else {
+            throw Failure(
+                exitCode: 127,
+                "cannot run \(command[0]): \(command[0].contains("/") ? "no executable file there" : "not found in PATH")")
+        }
         let server = try connection.connect()
         let port = try ownership.take(name, on: server, connection: connection, output: output)
         // The child talks to the same portd as we do.
@@ -69,7 +78,7 @@ struct Register: ParsableCommand {
         server.invalidate()  // releases the name now, before we exit
         if ending.portdWentAway {
             throw Failure(
-                .notRunning,
+                .portInvalid,
                 "portd went away while \(command[0]) ran: \(name) is no longer registered; \(command[0]) was sent SIGTERM and ended (\(ending.termination))"
             )
         }

@@ -63,7 +63,7 @@ struct Send: ParsableCommand {
 
 /// --msgid and --wait, shared by send and request.
 struct MessageOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("The message ID (decimal or 0x hexadecimal).", valueName: "n"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("The message ID (decimal or 0x hexadecimal).", valueName: "n"))
     var msgid: MessageID
 
     @Flag(help: "Wait for the name to be registered (up to --timeout) instead of failing at once.")

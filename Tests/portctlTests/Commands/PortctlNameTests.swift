@@ -65,7 +65,7 @@ import PortTestSupport
     }
 
     /// portd crashes while `register` runs its command: portctl notices,
-    /// stops the command with SIGTERM and exits 69 (issue 12, item 1).
+    /// stops the command with SIGTERM and exits 74, as listen does (issue 12, item 1).
     @Test func registerExitsWhenPortdGoesAway() throws {
         let d = try DaemonProcess.started()
         let svc = uniqueName("orphan")
@@ -78,7 +78,7 @@ import PortTestSupport
         let holder = try d.startPortctl(["register", svc, "--", "python3", "-c", script])
         try holder.waitForStandardOutput(containing: "ready\n")
         _ = try d.stop(with: SIGKILL)
-        #expect(try holder.waitForExit() == 69, "\(holder.standardError)")
+        #expect(try holder.waitForExit() == 74, "\(holder.standardError)")
         #expect(holder.standardOutput == "ready\nTERM\n")
         #expect(holder.standardError.contains("portd went away"), "\(holder.standardError)")
     }

@@ -2,8 +2,10 @@
 // standard error is the stream JOURNAL_STREAM names) and the level
 // PORTD_LOG_LEVEL asks for.
 
+import Glibc
 import Testing
 
+import PortTestSupport
 @testable import PortDaemon
 
 @Suite struct LogDestinationTests {
@@ -19,5 +21,12 @@ import Testing
         #expect(LogDestination.level(from: nil) == .info)
         #expect(LogDestination.level(from: "DEBUG") == .debug)
         #expect(LogDestination.level(from: "nonsense") == .info)
+    }
+
+    /// A level portd does not know is said, not silently ignored (issue 14).
+    @Test func anUnknownLevelIsReported() throws {
+        let d = try DaemonProcess.started(environment: ["PORTD_LOG_LEVEL": "loud"])
+        #expect(try d.stop() == 0)
+        #expect(d.child.standardError.contains("PORTD_LOG_LEVEL=loud is not a level"), "\(d.child.standardError)")
     }
 }

@@ -1,0 +1,76 @@
+// PortctlInputTests (issue 14): what portctl reads for a component is
+// bounded by what a message can carry, and every bad file is a bad
+// argument (status 64) with a reason a user can act on.
+
+import Foundation
+import Glibc
+import Testing
+
+import PortCore
+import PortTestSupport
+
+@Suite struct PortctlInputTests {
+    @Test func anEndlessFileStopsAtTheProtocolsLimit() throws {
+        let d = try DaemonProcess.started()
+        let r = try d.portctl(["send", uniqueName("sink"), "--msgid", "1", "--file", "/dev/zero"])
+        #expect(r.status == 64, "\(r.standardError)")
+        #expect(r.standardError.contains("too large"), "\(r.standardError)")
+    }
+
+    @Test func standardInputStopsAtTheProtocolsLimitWithoutReadingTheRest() throws {
+        let d = try DaemonProcess.started()
+        let portctl = try Binaries.portctl
+        // head is killed by SIGPIPE (141) only if portctl stopped reading before the end.
+        let script = "head -c 1200M /dev/zero | '\(portctl)' send \(uniqueName("sink")) --msgid 1 -; echo \"status=${PIPESTATUS[0]} ${PIPESTATUS[1]}\""
+        let child = try ChildProcess(
+            executable: "/bin/bash", arguments: ["-c", script], environment: ChildProcess.cleanEnvironment(d.environment))
+        #expect(try child.waitForExit(timeout: .seconds(60)) == 0)
+        #expect(child.standardOutput.contains("status=141 64"), "\(child.standardOutput) \(child.standardError)")
+        #expect(child.standardError.contains("too large"), "\(child.standardError)")
+    }
+
+    @Test func everyBadFileIsAUsageErrorWithAReason() throws {
+        let d = try DaemonProcess.started()
+        let name = uniqueName("sink")
+        let directory = try d.portctl(["send", name, "--msgid", "1", "--file", "/tmp"])
+        #expect(directory.status == 64)
+        #expect(directory.standardError.contains("is a directory"), "\(directory.standardError)")
+        let missing = try d.portctl(["send", name, "--msgid", "1", "--file", "/nonexistent/portctl-test"])
+        #expect(missing.status == 64)
+        #expect(missing.standardError.contains("no such file"), "\(missing.standardError)")
+    }
+
+    /// `--msgid -1` is a bad message ID, not a missing value.
+    @Test func aNegativeMsgidIsNamedAsSuch() throws {
+        let r = try runPortctl(["send", "x", "--msgid", "-1", "--data", "a"])
+        #expect(r.status == 64)
+        #expect(r.standardError.contains("'-1' is not a message ID"), "\(r.standardError)")
+        #expect(!r.standardError.contains("Missing value"), "\(r.standardError)")
+    }
+
+    /// A missing command is said in portctl's words, before the name is taken.
+    @Test func registerWithAMissingCommandSaysSo() throws {
+        let d = try DaemonProcess.started()
+        let name = uniqueName("nobody")
+        let path = try d.portctl(["register", name, "--", "/nonexistent/portctl-test"])
+        #expect(path.status == 127)
+        #expect(path.standardError == "portctl: cannot run /nonexistent/portctl-test: no executable file there\n")
+        let bare = try d.portctl(["register", name, "--", "portctl-no-such-command"])
+        #expect(bare.status == 127)
+        #expect(bare.standardError.contains("not found in PATH"), "\(bare.standardError)")
+        #expect(try d.portctl(["lookup", name]).status == 67, "the name was never taken")
+    }
+
+    /// --socket at something that is not portd's kind of socket.
+    @Test func aStreamSocketIsNotPortd() throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.appending("stream.sock")
+        let stream = try LocalSocket.make(.stream, nonBlocking: false)
+        try LocalSocket.bind(stream, path: path)
+        try UnixSocket.listen(stream, backlog: 4)
+        let r = try runPortctl(["--socket", path, "status"])
+        #expect(r.status == 69)
+        #expect(r.standardError.contains("a socket of another type listens there"), "\(r.standardError)")
+        #expect(!r.standardError.contains("Protocol wrong type"), "\(r.standardError)")
+    }
+}
