@@ -41,9 +41,19 @@ import PortTestSupport
         let firstQueued = first.words.filter { $0.hasPrefix("queued=") }
         #expect(firstQueued.count == NameServer.ownerPageSize)
         #expect(firstQueued.allSatisfy { $0 == "queued=\(crowd.pid):\(getuid())" })
-        let rest = try asker.request(MessageID.owner, [name, "from=\(firstQueued.count)"])
-        #expect(rest.words.filter { $0.hasPrefix("queued=") }.count == queued - firstQueued.count)
-        #expect(rest.words.last != "more")
+        var got = firstQueued.count
+        var pages = 1
+        while true {
+            let page = try asker.request(MessageID.owner, [name, "from=\(got)"])
+            #expect(page.words.prefix(1) == ["ok"] && page.components.count <= PortLimits.default.maxComponents)
+            let queuedHere = page.words.filter { $0.hasPrefix("queued=") }.count
+            #expect(queuedHere <= NameServer.ownerPageSize)
+            got += queuedHere
+            pages += 1
+            if page.words.last != "more" || queuedHere == 0 || pages > 100 { break }
+        }
+        #expect(got == queued)
+        #expect(pages == (queued + NameServer.ownerPageSize - 1) / NameServer.ownerPageSize)
         let past = try asker.request(MessageID.owner, [name, "from=\(queued + 5)"])
         #expect(past.words.prefix(1) == ["ok"] && !past.words.contains { $0.hasPrefix("queued=") })
         #expect(past.words.last != "more")
