@@ -68,6 +68,8 @@ final class ControlListener {
     /// The socket's path, for messages (for an inherited socket: what portd resolved).
     let path: String
     let origin: Origin
+    /// Binding replaced a socket file a portd that died had left (for the log).
+    private(set) var replacedStaleSocket = false
     private var closed = false
 
     private init(descriptor: consuming OwnedDescriptor, path: String, origin: Origin) {
@@ -110,7 +112,7 @@ final class ControlListener {
         }
         let path = location.path
         let fd = try systemCall { () throws(SystemCallError) in try LocalSocket.make(.seqPacket) }  // closed on a failure
-        try bindReplacingStale(fd, path: path)
+        let replacedStale = try bindReplacingStale(fd, path: path)
         let entry: FileStatus?
         do {
             try UnixSocket.listen(fd, backlog: Self.backlog)
@@ -126,7 +128,9 @@ final class ControlListener {
         guard let entry else {
             throw .system(SystemCallError(call: "lstat(\(path)) after bind", errno: .noSuchFileOrDirectory))
         }
-        return ControlListener(descriptor: fd, path: path, origin: .bound(entry: entry))
+        let listener = ControlListener(descriptor: fd, path: path, origin: .bound(entry: entry))
+        listener.replacedStaleSocket = replacedStale
+        return listener
     }
 
     /// Moves the descriptor to whoever serves it from now on (who closes
@@ -154,12 +158,13 @@ final class ControlListener {
 
     // MARK: - Binding
 
-    private static func bindReplacingStale(_ fd: borrowing OwnedDescriptor, path: String) throws(StartError) {
+    /// Binds `fd` at `path`; true when a stale socket file was replaced.
+    private static func bindReplacingStale(_ fd: borrowing OwnedDescriptor, path: String) throws(StartError) -> Bool {
         var replacedStale = false
         while true {
             do {
                 try LocalSocket.bind(fd, path: path)
-                return
+                return replacedStale
             } catch where error.errno == .addressInUse {
                 // Fall through to the probe.
             } catch {

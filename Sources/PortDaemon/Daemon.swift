@@ -127,6 +127,7 @@ final class Daemon {
                 return ((), "Reload failed; serving with the previous configuration")
             }
             server.reconfigure(settings)
+            logger.info("reloaded the configuration; \(server.summary)")
             return ((), "Reloaded; " + server.summary)
         }
     }

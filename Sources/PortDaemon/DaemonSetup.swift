@@ -89,6 +89,9 @@ struct DaemonSetup {
             } else {
                 listener = try ControlListener.bind(
                     at: location, userID: userID, openToEveryone: command.instance == .system)
+                if listener.replacedStaleSocket {
+                    logger.notice("replaced the stale socket file at \(location.path) (nobody listened on it: a portd that died left it)")
+                }
                 logger.info("listening on \(location.path)")
             }
         } catch let error as ControlListener.StartError {

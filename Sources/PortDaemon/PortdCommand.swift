@@ -1,5 +1,5 @@
 // PortdCommand: portd's command line, parsed by swift-argument-parser:
-// `portd [--socket PATH] [--system | --user] [--version] [--help]`.
+// `portd [--socket PATH] [--system | --user] [--config PATH] [--check-config] [--version] [--help]`.
 // Parsing only: what the options mean is DaemonPaths' (PortCore) and
 // DaemonSetup's business; `--help` and `--version` exit here.
 
@@ -39,7 +39,8 @@ struct PortdCommand: ParsableCommand {
 
             Exit status: 0 stopped by SIGTERM or SIGINT; 1 could not start (for \
             example another portd already serves the socket, or the configuration has \
-            an error); 64 usage error.
+            an error); 64 usage error. With --check-config: 0 the configuration is good, \
+            1 it has errors.
             """,
         version: PortdVersion.current
     )
@@ -54,6 +55,9 @@ struct PortdCommand: ParsableCommand {
         "Read this configuration file (it must exist) and its drop-in directory PATH.d instead of the instance's.",
         valueName: "path"))
     var config: String?
+
+    @Flag(help: "Check the configuration the other options select (syntax and meaning), print each error with its file and line, and exit: 0 when it is good, 1 otherwise. Nothing is bound or started.")
+    var checkConfig = false
 
     func validate() throws {
         if let socket {

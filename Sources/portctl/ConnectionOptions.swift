@@ -14,7 +14,8 @@
 // so its --help lists them. swift-argument-parser parses a root option
 // wherever it appears and hands the verb's group the root's value; an
 // option given both before and after the verb takes its last value, the
-// one after the verb (--user/--system choose the last too). The checks of
+// one after the verb. --user and --system together are a usage error, as
+// they are for portd (one rule for both programs). The checks of
 // the values are therefore the verbs' (`check()` from their validate()),
 // so a bad value is reported with the verb's usage line.
 
@@ -37,17 +38,35 @@ struct ConnectionOptions: ParsableArguments {
     @Option(help: ArgumentHelp("The control socket of portd (overrides PORTD_SOCKET and the instance).", valueName: "path"))
     var socket: String?
 
-    @Flag(exclusivity: .chooseLast)
+    @Flag(exclusivity: .exclusive)
     var instance: DaemonInstance?
 
-    @Option(help: ArgumentHelp("Seconds to wait before giving up; the default depends on the verb (5 s, or no bound for listen, watch, wait and register: see its help).", valueName: "seconds"))
-    var timeout: Double?
+    // Any text is the option's value, judged by check(): a bad one is then
+    // reported with the verb's usage line, not the root command's.
+    @Option(
+        name: .customLong("timeout"),
+        help: ArgumentHelp("Seconds to wait before giving up; the default depends on the verb (5 s, or no bound for listen, watch, wait and register: see its help).", valueName: "seconds"))
+    var timeoutArgument: Seconds?
+
+    /// --timeout, when given as a number.
+    var timeout: Double? { timeoutArgument?.value }
+
+    /// A --timeout value as given.
+    struct Seconds: ExpressibleByArgument {
+        let value: Double?
+        let text: String
+        init?(argument: String) {
+            text = argument
+            value = Double(argument)
+        }
+    }
 
     /// The checks of the values, for the verbs' validate().
     func check() throws {
-        if let timeout {
-            guard timeout.isFinite, timeout > 0, timeout <= 86_400 else {
-                throw ValidationError("--timeout must be a number of seconds greater than 0 (at most 86400)")
+        if let given = timeoutArgument {
+            guard let timeout = given.value, timeout.isFinite, timeout > 0, timeout <= 86_400 else {
+                throw ValidationError(
+                    "--timeout '\(given.text)': give a number of seconds greater than 0 (at most 86400)")
             }
         }
         if let socket, socket.isEmpty { throw ValidationError("--socket needs a path") }

@@ -53,18 +53,50 @@ struct Failure: Error {
         self.init(status, error.description)
     }
 
-    /// Prints the message and returns the exit code to throw.
-    func report() -> ExitCode {
-        if let message { CurrentProcess.writeStandardError("portctl: \(message)\n") }
+    /// Prints the message (one JSON object with --json) and returns the
+    /// exit code to throw.
+    func report(json: Bool = false) -> ExitCode {
+        if let message {
+            if json {
+                Self.writeJSON(word: Self.word(for: code), status: code, message: message)
+            } else {
+                CurrentProcess.writeStandardError("portctl: \(message)\n")
+            }
+        }
         return ExitCode(code)
+    }
+
+    /// The error word of an exit status, for JSON (portctl(1), EXIT STATUS).
+    static func word(for code: Int32) -> String {
+        switch ExitStatus(rawValue: code) {
+        case .success: "success"
+        case .failure: "failure"
+        case .usage: "usage"
+        case .nameNotFound: "name-not-found"
+        case .notRunning: "not-running"
+        case .portInvalid: "port-invalid"
+        case .timedOut: "timed-out"
+        case .protocolError: "protocol-error"
+        case .permissionDenied: "permission-denied"
+        case nil: "command-failed"  // a status outside the table: a command's, or 127
+        }
+    }
+
+    /// `{"error":WORD,"status":N,"message":TEXT}` on standard error.
+    static func writeJSON(word: String, status: Int32, message: String) {
+        let object = JSONObject([
+            ("error", .string(word)), ("status", .integer(Int64(status))), ("message", .string(message)),
+        ])
+        CurrentProcess.writeStandardError(object.text + "\n")
     }
 }
 
-/// Runs a verb's body, turning a Failure into its message and exit code.
-func reporting(_ body: () throws(Failure) -> Void) throws(ExitCode) {
+/// Runs a verb's body, turning a Failure into its message (JSON with
+/// --json) and exit code.
+func reporting(json: Bool, _ body: () throws(Failure) -> Void) throws(ExitCode) {
     do {
         try body()
     } catch {
-        throw error.report()
+        throw error.report(json: json)
     }
 }

@@ -1,10 +1,26 @@
 // main: portctl's process shell, parse → run → exit code (docs/DESIGN.md §5),
-// all three done by swift-argument-parser: a verb's `run()` either returns
-// (status 0) or throws an ExitCode from ExitStatus after printing why.
+// done by swift-argument-parser: a verb's `run()` either returns (status 0)
+// or throws an ExitCode from ExitStatus after printing why. With --json, a
+// usage error is printed as the JSON error object too.
 // SIGPIPE is ignored first, so a closed standard output or a command that
 // stops reading its input is an error value (EPIPE), not a crash.
 
+import ArgumentParser
 import PortCore
 
 try? CurrentProcess.ignore(signal: Signal.brokenPipe)
-PortctlCommand.main()
+do {
+    var command = try PortctlCommand.parseAsRoot()
+    try command.run()
+} catch {
+    // A usage error on a command line that asked for --json is JSON too;
+    // everything else (help, version, a verb's own exit code) as usual.
+    let options = CommandLine.arguments.dropFirst().prefix { $0 != "--" }
+    if options.contains("--json"), !(error is ExitCode), PortctlCommand.exitCode(for: error) == .validationFailure {
+        Failure.writeJSON(
+            word: Failure.word(for: ExitStatus.usage.rawValue), status: ExitStatus.usage.rawValue,
+            message: PortctlCommand.message(for: error))
+        CurrentProcess.exit(ExitStatus.usage.rawValue)
+    }
+    PortctlCommand.exit(withError: error)
+}

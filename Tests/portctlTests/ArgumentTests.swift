@@ -40,10 +40,11 @@ import PortCore
         let timeout = try #require(
             try PortctlCommand.parseAsRoot(["--timeout", "9", "send", "svc", "--msgid", "1", "--timeout", "1"]) as? Send)
         #expect(timeout.connection.timeout == 1)
-        let instance = try #require(try PortctlCommand.parseAsRoot(["--system", "lookup", "svc", "--user"]) as? Lookup)
-        #expect(instance.connection.instance == .user)
-        let sameSide = try #require(try PortctlCommand.parseAsRoot(["status", "--user", "--system"]) as? Status)
-        #expect(sameSide.connection.instance == .system)
+        let instance = try #require(try PortctlCommand.parseAsRoot(["--system", "lookup", "svc"]) as? Lookup)
+        #expect(instance.connection.instance == .system)
+        // --user and --system together: refused wherever they are, as portd refuses them.
+        #expect(throws: (any Error).self) { try PortctlCommand.parseAsRoot(["--system", "lookup", "svc", "--user"]) }
+        #expect(throws: (any Error).self) { try PortctlCommand.parseAsRoot(["status", "--user", "--system"]) }
 
         // The verb's own options and components are untouched by the root's.
         let request = try #require(

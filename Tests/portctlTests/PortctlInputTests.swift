@@ -73,4 +73,27 @@ import PortTestSupport
         #expect(r.standardError.contains("a socket of another type listens there"), "\(r.standardError)")
         #expect(!r.standardError.contains("Protocol wrong type"), "\(r.standardError)")
     }
+
+    /// A bad --timeout is reported with the verb's usage, wherever it is given.
+    @Test func aBadTimeoutIsTheVerbsError() throws {
+        for arguments in [["status", "--timeout", "abc"], ["--timeout", "abc", "status"]] {
+            let r = try runPortctl(arguments)
+            #expect(r.status == 64)
+            #expect(r.standardError.contains("--timeout 'abc'"), "\(r.standardError)")
+            #expect(r.standardError.contains("Usage: portctl status"), "\(r.standardError)")
+        }
+    }
+
+    /// With --json, errors are JSON objects on standard error, usage errors too.
+    @Test func errorsAreJSONWithJSON() throws {
+        let missing = try runPortctl(["status", "--json", "--socket", "/nonexistent/portd.sock"])
+        #expect(missing.status == 69)
+        #expect(missing.standardError == #"{"error":"not-running","status":69,"message":"portd is not running at /nonexistent/portd.sock"}"# + "\n")
+        let usage = try runPortctl(["status", "--json", "--bogus"])
+        #expect(usage.status == 64)
+        #expect(usage.standardError == #"{"error":"usage","status":64,"message":"Unknown option '--bogus'"}"# + "\n")
+        // Without --json, text as before.
+        let text = try runPortctl(["status", "--socket", "/nonexistent/portd.sock"])
+        #expect(text.standardError == "portctl: portd is not running at /nonexistent/portd.sock\n")
+    }
 }

@@ -41,7 +41,7 @@ import PortTestSupport
         // A bad value before the verb is reported with the verb's usage.
         let bad = try runPortctl(["--timeout", "0", "status", "--socket", d.socketPath])
         #expect(bad.status == 64)
-        #expect(bad.standardError.contains("--timeout must be"))
+        #expect(bad.standardError.contains("--timeout '0': give a number of seconds"))
         #expect(bad.standardError.contains("Usage: portctl status"))
     }
 
@@ -52,9 +52,13 @@ import PortTestSupport
         let user = try runPortctl(["--user", "status"], environment: environment)
         #expect(user.status == 69)
         #expect(user.standardError == "portctl: portd is not running at \(userSocket)\n")
-        // --system before the verb, --user after it: --user.
-        let last = try runPortctl(["--system", "list", "--user"], environment: environment)
-        #expect(last.standardError == "portctl: portd is not running at \(userSocket)\n")
+        // --system before the verb and --user after it: both, a usage error, as for portd.
+        let both = try runPortctl(["--system", "list", "--user"], environment: environment)
+        #expect(both.status == 64)
+        #expect(both.standardError.contains("had already been set"), "\(both.standardError)")
+        let portd = try runPortd(["--user", "--system"])
+        #expect(portd.status == 64)
+        #expect(portd.standardError.contains("had already been set"), "\(portd.standardError)")
     }
 
     @Test func registerTakesJsonAndQuiet() throws {

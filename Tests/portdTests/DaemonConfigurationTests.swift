@@ -34,6 +34,7 @@ import PortTestSupport
         withExtendedLifetime(allowed) {}
         client.close()
         #expect(try daemon.stop() == 0)
+        #expect(daemon.child.standardError.contains("reloaded the configuration"), "\(daemon.child.standardError)")
     }
 
     @Test func aReloadWithAnErrorKeepsThePreviousConfiguration() throws {

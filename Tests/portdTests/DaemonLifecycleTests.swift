@@ -104,6 +104,8 @@ import PortTestSupport
         #expect(status.status == 0, "\(status.standardError)")
         #expect(try daemon.stop() == 0)
         #expect(!exists(socket))
+        // Said in the log (issue 14).
+        #expect(daemon.child.standardError.contains("replaced the stale socket file at \(socket)"), "\(daemon.child.standardError)")
     }
 
     @Test func aFileThatIsNotASocketIsLeftAlone() throws {

@@ -65,6 +65,45 @@ struct PortdConfiguration: Equatable, Sendable {
         return try interpret(documents, accounts: accounts)
     }
 
+    /// `portd --check-config`: every file's syntax error (each file is
+    /// parsed on its own, so one broken file does not hide the next), then,
+    /// when they all parse, the first error of their meaning; and the files
+    /// read. Empty errors: the configuration is good.
+    static func check(_ paths: ConfigurationPaths, requireFile: Bool) -> (errors: [ConfigurationError], files: [String]) {
+        var errors: [ConfigurationError] = []
+        var documents: [IniDocument] = []
+        var files: [String] = []
+        var candidates: [(path: String, required: Bool)] = []
+        if let file = paths.file { candidates.append((file, requireFile)) }
+        if let directory = paths.dropInDirectory {
+            do {
+                for path in try dropInFiles(in: directory) { candidates.append((path, false)) }
+            } catch {
+                errors.append(error)
+            }
+        }
+        for (path, required) in candidates {
+            do {
+                guard let text = try readText(path) else {
+                    if required { errors.append(ConfigurationError(file: path, line: nil, "no such file")) }
+                    continue
+                }
+                files.append(path)
+                documents.append(try IniDocument(parsing: text, file: path))
+            } catch {
+                errors.append(error)
+            }
+        }
+        if errors.isEmpty {
+            do {
+                _ = try interpret(documents, accounts: SystemAccountDatabase())
+            } catch {
+                errors.append(error)
+            }
+        }
+        return (errors, files)
+    }
+
     /// Builds a configuration from parsed documents, in order. Pure but for
     /// the account lookups.
     static func interpret(_ documents: [IniDocument], accounts: any AccountDatabase) throws(ConfigurationError)

@@ -38,7 +38,7 @@ struct CheckIn: ParsableCommand {
         try connection.check()
     }
 
-    func run() throws { try reporting(execute) }
+    func run() throws { try reporting(json: output.json, execute) }
 
     func execute() throws(Failure) {
         let nameServer = try connection.connect()

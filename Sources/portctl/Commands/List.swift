@@ -16,7 +16,7 @@ struct List: ParsableCommand {
 
     func validate() throws { try connection.check() }
 
-    func run() throws { try reporting(execute) }
+    func run() throws { try reporting(json: output.json, execute) }
 
     func execute() throws(Failure) {
         let server = try connection.connect()

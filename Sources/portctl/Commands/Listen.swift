@@ -39,7 +39,7 @@ struct Listen: ParsableCommand {
         try connection.check()
     }
 
-    func run() throws { try reporting(execute) }
+    func run() throws { try reporting(json: output.json, execute) }
 
     func execute() throws(Failure) {
         let server = try connection.connect()

@@ -46,7 +46,7 @@ struct Register: ParsableCommand {
         try connection.check()
     }
 
-    func run() throws { try reporting(execute) }
+    func run() throws { try reporting(json: output.json, execute) }
 
     func execute() throws(Failure) {
         // Found before the name is taken, and said in portctl's words (not

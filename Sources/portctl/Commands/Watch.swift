@@ -52,7 +52,7 @@ struct Watch: ParsableCommand {
         ]).text
     }
 
-    func run() throws { try reporting(execute) }
+    func run() throws { try reporting(json: output.json, execute) }
 
     func execute() throws(Failure) {
         let server = try connection.connect()

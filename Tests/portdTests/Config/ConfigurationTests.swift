@@ -416,3 +416,30 @@ private func write(_ text: String, to path: String) throws {
         #expect(resolve("/tmp/t.conf", .system, home).dropInDirectory == "/tmp/t.conf.d")
     }
 }
+
+/// `portd --check-config` (issue 14): each file's error with file and line,
+/// status 1; a good configuration says which files it read, status 0.
+@Suite struct CheckConfigTests {
+    @Test func eachBrokenFileIsReportedAndNothingStarts() throws {
+        let dir = try TemporaryDirectory()
+        let main = dir.appending("portd.conf")
+        try "[Policy]\nnot a line\n".write(toFile: main, atomically: true, encoding: .utf8)
+        try FileManager.default.createDirectory(atPath: main + ".d", withIntermediateDirectories: false)
+        try "garbage\n".write(toFile: main + ".d/10-x.conf", atomically: true, encoding: .utf8)
+        let socket = dir.appending("portd.sock")
+        let r = try runPortd(["--socket", socket, "--config", main, "--check-config"])
+        #expect(r.status == 1)
+        #expect(r.standardError.contains("\(main):2:"), "\(r.standardError)")
+        #expect(r.standardError.contains("\(main).d/10-x.conf:1:"), "\(r.standardError)")
+        #expect(!FileManager.default.fileExists(atPath: socket), "nothing is bound")
+    }
+
+    @Test func aGoodConfigurationSaysWhatItRead() throws {
+        let dir = try TemporaryDirectory()
+        let main = dir.appending("portd.conf")
+        try "# nothing changed\n".write(toFile: main, atomically: true, encoding: .utf8)
+        let r = try runPortd(["--config", main, "--check-config"])
+        #expect(r.status == 0, "\(r.standardError)")
+        #expect(r.standardOutput == "portd: the configuration is good: \(main)\n")
+    }
+}
