@@ -83,6 +83,14 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // Fuzz targets (scripts/fuzz; docs/RELIABILITY.md): in a normal
+        // build each replays the inputs named on its command line (its seed
+        // corpus in Fuzz/Corpus is replayed by a test); scripts/fuzz builds
+        // them with -D FUZZING and -sanitize=fuzzer,address as libFuzzer
+        // targets, in .build-fuzz.
+        .executableTarget(name: "FuzzWireDecoder", dependencies: ["PortWire", "PortSystem"], path: "Fuzz/WireDecoder"),
+        .executableTarget(
+            name: "FuzzPortdRequests", dependencies: ["PortDaemon", "PortCore", "PortSystem"], path: "Fuzz/PortdRequests"),
         // Tests mirror the targets above: one test target per layer (each
         // `@testable import`s the layer it tests), portdTests and
         // portctlTests for the executables (their parts, and end to end with
@@ -95,7 +103,7 @@ let package = Package(
             path: "Tests/PortTestSupport"
         ),
         .testTarget(name: "PortSystemTests", dependencies: ["PortSystem", "CPortSystem", "PortWire", "PortTestSupport"]),
-        .testTarget(name: "PortWireTests", dependencies: ["PortWire", "PortSystem", "PortTestSupport"]),
+        .testTarget(name: "PortWireTests", dependencies: ["PortWire", "PortSystem", "PortTestSupport", "FuzzWireDecoder"]),
         .testTarget(
             name: "PortRunLoopTests",
             dependencies: ["PortRunLoop", "PortSystem", "PortTestSupport", "runloop-main-probe"]
@@ -119,7 +127,10 @@ let package = Package(
         .testTarget(name: "PortCoreTests", dependencies: ["PortCore"]),
         .testTarget(
             name: "portdTests",
-            dependencies: ["PortDaemon", "PortCore", "PortTestSupport", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "PortDaemon", "PortCore", "PortTestSupport", "FuzzPortdRequests",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             exclude: ["Fixtures"]
         ),
         .testTarget(

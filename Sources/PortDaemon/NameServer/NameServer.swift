@@ -288,7 +288,7 @@ final class NameServer {
     }
 
     /// Admits, checks and parses a request, then hands it to its handler.
-    private func handle(_ message: PCPortMessage) -> PCPortMessage? {
+    func handle(_ message: PCPortMessage) -> PCPortMessage? {
         let msgid = message.msgid
         // A record queued before SO_PASSCRED was set on the listening socket
         // has no SCM_CREDENTIALS: the first request that made the service

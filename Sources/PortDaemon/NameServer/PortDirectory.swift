@@ -11,6 +11,15 @@
 //   - socket files are named by portd ("p" or "d" and a sequence number),
 //     never by a port name, so no name can become a path, and a file is
 //     never reused: a new owner of a name gets a new file;
+//   - registered names' files ("p") go in generation subdirectories
+//     ("g" and a number), at most `filesPerGeneration` per subdirectory,
+//     and a subdirectory is removed once it is empty and no longer the one
+//     new files go to. A filesystem such as ext4 never shrinks a directory,
+//     and creating a file in one that once held tens of thousands costs
+//     milliseconds (measured: 1.6 ms per bind after 30,000 came and went,
+//     against 0.05–0.5 ms in a fresh one): registration speed must not
+//     depend on how many names came and went. Declared ports' files ("d"),
+//     few and long-lived, stay at the top;
 //   - a file is removed only if the entry at its path is still the one
 //     portd bound (same device and inode);
 //   - one portd at a time: the directory object holds an exclusive flock(2)
@@ -76,11 +85,22 @@ final class PortDirectory {
         case failed(SystemCallError)
     }
 
-    /// The longest file name portd uses: a letter and a 64-bit number.
-    private static let longestFileName = 21
+    /// The longest path portd makes inside the directory: a generation
+    /// subdirectory ("g" and a number of at most 10 digits, far beyond any
+    /// daemon's life at `filesPerGeneration` files each) and a file name (a
+    /// letter and a 64-bit number).
+    private static let longestFileName = 1 + 10 + 1 + 21
+
+    /// Registered names' files per generation subdirectory.
+    static let filesPerGeneration = 1024
 
     let path: String
     private var sequence: UInt64 = 0
+    /// The generation subdirectory new "p" files go to (0: none made yet).
+    private var generation: UInt64 = 0
+    private var filesInGeneration = 0
+    /// Files alive in each generation subdirectory.
+    private var liveFiles: [UInt64: Int] = [:]
     /// The directory, open and flock(2)ed for as long as this portd uses it.
     private let lock: OwnedDescriptor
 
@@ -121,12 +141,22 @@ final class PortDirectory {
                 if let n = fileNumber(name) { directory.sequence = max(directory.sequence, n) }
             }
             for name in try FileSystem.entries(ofDirectory: path) ?? [] where !keeping.contains(name) {
+                if let g = generationNumber(name) {
+                    // Numbered past; the first new file starts a new one.
+                    directory.generation = max(directory.generation, g)
+                    directory.filesInGeneration = filesPerGeneration
+                    let sub = "\(path)/\(name)"
+                    guard let entry = try FileSystem.status(ofPath: sub), entry.kind == .directory else { continue }
+                    for file in try FileSystem.entries(ofDirectory: sub) ?? [] {
+                        if let n = fileNumber(file) { directory.sequence = max(directory.sequence, n) }
+                        if try removeStaleSocket("\(sub)/\(file)", named: file) { removed += 1 }
+                    }
+                    _ = try FileSystem.removeDirectory(sub)  // left when it holds what portd did not make
+                    continue
+                }
                 guard let n = fileNumber(name) else { continue }  // not a name portd makes: left alone
                 directory.sequence = max(directory.sequence, n)
-                let filePath = "\(path)/\(name)"
-                // Sockets only, listened on or not, and never connected to.
-                guard let entry = try FileSystem.status(ofPath: filePath), entry.kind == .socket else { continue }
-                if try FileSystem.remove(filePath) { removed += 1 }
+                if try removeStaleSocket("\(path)/\(name)", named: name) { removed += 1 }
             }
             return (directory, removed)
         } catch let problem as Problem {
@@ -136,6 +166,20 @@ final class PortDirectory {
         } catch {
             preconditionFailure("unexpected \(error)")
         }
+    }
+
+    /// Removes a socket file a former portd made (listened on or not, and
+    /// never connected to); true when one was removed.
+    private static func removeStaleSocket(_ filePath: String, named name: String) throws(SystemCallError) -> Bool {
+        guard fileNumber(name) != nil else { return false }
+        guard let entry = try FileSystem.status(ofPath: filePath), entry.kind == .socket else { return false }
+        return try FileSystem.remove(filePath)
+    }
+
+    /// The number of a generation subdirectory's name ("g7"), or nil.
+    static func generationNumber(_ name: String) -> UInt64? {
+        guard name.first == "g" else { return nil }
+        return UInt64(name.dropFirst())
     }
 
     /// The number in a file name portd makes ("p12", "d3"), or nil.
@@ -195,7 +239,14 @@ final class PortDirectory {
     /// closes with the last holder of `fd`).
     func makeListeningSocket(declared: Bool = false) throws(SystemCallError) -> (fd: SharedDescriptor, file: PortSocketFile) {
         sequence += 1
-        let filePath = "\(path)/\(declared ? "d" : "p")\(sequence)"
+        let filePath: String
+        if declared {
+            filePath = "\(path)/d\(sequence)"
+        } else {
+            if generation == 0 || filesInGeneration >= Self.filesPerGeneration { try startGeneration() }
+            filesInGeneration += 1
+            filePath = "\(path)/g\(generation)/p\(sequence)"
+        }
         let address: UnixSocketAddress
         do {
             address = try UnixSocketAddress(path: filePath)
@@ -213,7 +264,26 @@ final class PortDirectory {
         guard let entry = try FileSystem.status(ofPath: filePath) else {
             throw SystemCallError(call: "lstat(\(filePath)) after bind", errno: .noSuchFileOrDirectory)
         }
+        if !declared { liveFiles[generation, default: 0] += 1 }
         return (SharedDescriptor(fd), PortSocketFile(path: filePath, entry: entry))
+    }
+
+    /// Makes the next generation subdirectory (0700) for new "p" files, and
+    /// removes the one before if nothing lives in it any more.
+    private func startGeneration() throws(SystemCallError) {
+        let previous = generation
+        generation += 1
+        filesInGeneration = 0
+        let sub = "\(path)/g\(generation)"
+        if try FileSystem.makeDirectory(sub, permissions: 0o700) {
+            try FileSystem.setPermissions(sub, 0o700)  // mkdir applied the umask
+        }
+        if previous != 0 && liveFiles[previous, default: 0] == 0 { removeGeneration(previous) }
+    }
+
+    private func removeGeneration(_ g: UInt64) {
+        liveFiles[g] = nil
+        _ = try? FileSystem.removeDirectory("\(path)/g\(g)")
     }
 
     /// Connects a new socket to `file` without blocking: a send right to
@@ -244,10 +314,21 @@ final class PortDirectory {
         if let now = try? FileSystem.status(ofPath: file.path), now.isSameEntry(as: file.entry) {
             _ = try? FileSystem.remove(file.path)
         }
+        // A generation subdirectory goes with its last file, unless new files still go there.
+        let prefix = path + "/g"
+        guard file.path.hasPrefix(prefix), let slash = file.path.lastIndex(of: "/"),
+            let g = UInt64(file.path[file.path.index(file.path.startIndex, offsetBy: prefix.count)..<slash]),
+            let live = liveFiles[g]
+        else { return }
+        liveFiles[g] = live - 1
+        if live - 1 == 0 && g != generation { removeGeneration(g) }
     }
 
-    /// Removes the directory if it is empty (at shutdown).
+    /// Removes the directory if it is empty but for empty generation
+    /// subdirectories (at shutdown).
     func removeIfEmpty() {
+        for g in liveFiles.keys where liveFiles[g] == 0 { _ = try? FileSystem.removeDirectory("\(path)/g\(g)") }
+        if generation != 0 { _ = try? FileSystem.removeDirectory("\(path)/g\(generation)") }
         _ = try? FileSystem.removeDirectory(path)
     }
 }

@@ -23,7 +23,9 @@ import PortTestSupport
         let daemon: DaemonProcess
         var socket: String { daemon.socketPath }
         var portDirectory: String { PortDirectory.path(forControlSocket: socket) }
-        var portFiles: [String] { ((try? FileSystem.entries(ofDirectory: portDirectory)) ?? []).sorted() }
+        /// The socket files in the port directory, those of the generation
+        /// subdirectories included ("g1/p3"), sorted.
+        var portFiles: [String] { portSocketFiles(in: portDirectory) }
 
         init(environment: [String: String] = [:]) throws {
             dir = try TemporaryDirectory()

@@ -272,6 +272,52 @@ private func name(_ s: String) -> PortName { try! PortName(validating: s) }
         #expect(try FileSystem.entries(ofDirectory: ports) == ["notes"])
     }
 
+    /// Registration speed must not depend on how many names came and went
+    /// (issue 13): names' files go in generation subdirectories of at most
+    /// `filesPerGeneration` files, and a subdirectory goes once it is empty
+    /// and no longer current, so no directory accumulates history.
+    @Test func namesFilesRotateThroughGenerationSubdirectories() throws {
+        let dir = try TemporaryDirectory()
+        let ports = PortDirectory.path(forControlSocket: dir.appending("portd.sock"))
+        let (directory, _) = try PortDirectory.prepare(path: ports, userID: getuid())
+        let perGeneration = PortDirectory.filesPerGeneration
+        var first: [(fd: SharedDescriptor, file: PortSocketFile)] = []
+        for _ in 0..<perGeneration { first.append(try directory.makeListeningSocket()) }
+        #expect(first.allSatisfy { $0.file.path.hasPrefix("\(ports)/g1/p") })
+        let next = try directory.makeListeningSocket()
+        #expect(next.file.path.hasPrefix("\(ports)/g2/p"), "\(next.file.path)")
+        #expect(try FileSystem.entries(ofDirectory: "\(ports)/g1")?.count == perGeneration)
+        // g1 is no longer current: it goes with its last file.
+        for f in first.dropLast() { directory.remove(f.file) }
+        #expect(exists("\(ports)/g1"))
+        directory.remove(first.last!.file)
+        #expect(!exists("\(ports)/g1"), "an empty old generation is removed")
+        directory.remove(next.file)
+        #expect(exists("\(ports)/g2"), "the current generation stays")
+        directory.removeIfEmpty()
+        #expect(!exists(ports))
+    }
+
+    /// A restarted portd removes the generation subdirectories it finds and
+    /// numbers past them.
+    @Test func aRestartClearsOldGenerations() throws {
+        let dir = try TemporaryDirectory()
+        let ports = PortDirectory.path(forControlSocket: dir.appending("portd.sock"))
+        // A crash: nothing removed, and the lock goes with the object.
+        let held = try { () throws -> SharedDescriptor in
+            let (old, _) = try PortDirectory.prepare(path: ports, userID: getuid())
+            let socket = try old.makeListeningSocket()  // kept open, as a former owner's would be
+            #expect(socket.file.path.hasPrefix("\(ports)/g1/"))
+            return socket.fd
+        }()
+        let (fresh, removed) = try PortDirectory.prepare(path: ports, userID: getuid())
+        #expect(removed == 1)
+        #expect(!exists("\(ports)/g1"))
+        let made = try fresh.makeListeningSocket()
+        #expect(made.file.path.hasPrefix("\(ports)/g2/"), "\(made.file.path)")
+        withExtendedLifetime(held) {}
+    }
+
     @Test func aPortDirectoryThatIsNotPrivateIsRefused() throws {
         let dir = try TemporaryDirectory()
         let ports = dir.appending("open.ports")

@@ -274,7 +274,9 @@ final class HostedNameServer: @unchecked Sendable {
     }
 
     /// The socket files in the port directory.
-    var portFiles: [String] { ((try? FileSystem.entries(ofDirectory: portDirectory.path)) ?? []).sorted() }
+    /// The socket files in the port directory, those of the generation
+        /// subdirectories included ("g1/p3"), sorted.
+        var portFiles: [String] { portSocketFiles(in: portDirectory.path) }
 
     /// The log line written at the start of every pass of the server's loop
     /// (before-timers) once `markPasses()` was called.
@@ -313,4 +315,18 @@ enum NameServerFixture {
         try ChildProcess(
             executable: "/usr/bin/python3", arguments: [script] + arguments, environment: ChildProcess.cleanEnvironment())
     }
+}
+
+/// The files of a port directory, those in its generation subdirectories
+/// ("g1/p3") included; the subdirectories themselves are not listed.
+func portSocketFiles(in directory: String) -> [String] {
+    var files: [String] = []
+    for name in (try? FileSystem.entries(ofDirectory: directory)) ?? [] {
+        if PortDirectory.generationNumber(name) != nil {
+            for file in (try? FileSystem.entries(ofDirectory: "\(directory)/\(name)")) ?? [] { files.append("\(name)/\(file)") }
+        } else {
+            files.append(name)
+        }
+    }
+    return files.sorted()
 }
