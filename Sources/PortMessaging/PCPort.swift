@@ -28,6 +28,13 @@
 // it is removed from that mode, invalidated, or the loop itself goes. The
 // port holds its anchors and loops weakly, so nothing cycles.
 //
+// Fair service: one pass of the loop handles at most `recordsPerPass`
+// records of a connection (and accepts at most `acceptsPerPass` new
+// ones); epoll is level-triggered, so what is left is reported in the next
+// pass, after every other ready connection had its turn. A peer that sends
+// without waiting for replies cannot make the port's other peers wait for
+// more than one share per pass.
+//
 // Threads: the port's mutable state is protected by `lock`; handlers run on
 // the scheduled loop's thread only.
 
@@ -81,6 +88,7 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     private var admission: ((UInt64, Credentials?) -> PCPortMessage?)?
     private var nextConnectionID: UInt64 = 1
     private var acceptPaused = false
+    private var fairShare = PCPort.defaultRecordsPerPass
     private let transport: MessageTransport
     /// "listening fd N" for a named port, for `description`.
     private let listeningDescription: String?
@@ -143,6 +151,21 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     /// event follows for a refused connection.
     public func setAdmission(_ h: ((_ connectionID: UInt64, _ peer: Credentials?) -> PCPortMessage?)?) {
         lock.withLock { admission = h }
+    }
+
+    /// The default of `recordsPerPass`.
+    public static let defaultRecordsPerPass = 16
+
+    /// New connections a named port accepts in one pass of its loop.
+    public static let acceptsPerPass = 64
+
+    /// The most records of one connection handled in one pass of the
+    /// loop (at least 1): the rest wait for the next pass, after every
+    /// other ready connection had its turn (epoll is level-triggered).
+    /// Safe from any thread.
+    public var recordsPerPass: Int {
+        get { lock.withLock { fairShare } }
+        set { lock.withLock { fairShare = max(1, newValue) } }
     }
 
     /// Whether the port can receive.
@@ -386,7 +409,8 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
 
     private func acceptAll() {
         guard let listening = lock.withLock({ self.listening }) else { return }
-        while true {
+        // The backlog's rest is reported again in the next pass.
+        for _ in 0..<Self.acceptsPerPass {
             let accepted: OwnedDescriptor?
             do {
                 accepted = try UnixSocket.accept(listening.descriptor)
@@ -427,9 +451,12 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
         for (loop, mode) in targets { loop.remove(listener, forMode: mode) }
     }
 
-    /// Reads every record queued on one connection and delivers each.
+    /// Reads the records queued on one connection, at most its share of
+    /// a pass (`recordsPerPass`), and delivers each; what is left is
+    /// reported again in the next pass (level-triggered epoll).
     private func serve(_ source: PortSource, _ connection: SharedDescriptor, _ id: UInt64, _ peer: Credentials?) {
-        while source.isValid {
+        let share = lock.withLock { fairShare }
+        for _ in 0..<share where source.isValid {
             let received: MessageTransport.Received
             do {
                 received = try transport.receive(on: connection.descriptor)

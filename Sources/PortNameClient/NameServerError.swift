@@ -35,6 +35,10 @@ public enum NameServerError: Error, Sendable, CustomStringConvertible {
     case timedOut(String)
     /// portd closed the connection (it stopped, or dropped this client).
     case connectionLost
+    /// portd ended a watch whose watcher fell behind: the watcher's queue
+    /// was full, `missed` changes were not delivered (WATCH_OVERFLOW). The
+    /// watch is over; watch again and re-read what matters (`owner`, `list`).
+    case watchOverflow(missed: Int)
     /// portd did not understand the request ("bad-request").
     case badRequest(String)
     /// portd failed on its side ("internal").
@@ -55,6 +59,8 @@ public enum NameServerError: Error, Sendable, CustomStringConvertible {
         case .limit(let message): "refused by a portd limit: \(message)"
         case .timedOut(let what): "timed out: \(what)"
         case .connectionLost: "portd closed the connection"
+        case .watchOverflow(let missed):
+            "the watch fell behind: portd ended it after \(missed) change\(missed == 1 ? "" : "s") could not be delivered"
         case .badRequest(let message): "portd did not understand the request: \(message)"
         case .daemonFailure(let message): "portd failed: \(message)"
         case .protocolError(let message): "unexpected reply from portd: \(message)"

@@ -8,6 +8,12 @@
 // change that portd reports after "watching" can be missed (messages that
 // arrive before the loop runs wait in the kernel queue); a message the
 // watcher cannot parse is reported to `onError` and skipped, never fatal.
+// A watcher that falls behind is told, never dropped silently: portd never
+// waits for a watcher, so when the watcher's queue is full it ends the
+// watch with WATCH_OVERFLOW (sent once the watcher reads again, after the
+// changes already queued); the handler sees every change before it, then
+// `onError` gets `.watchOverflow` and the watch ends (its port is
+// invalidated, an `ownerChanges` stream finishes).
 
 import PortMessaging
 import PortNameProtocol
@@ -37,7 +43,10 @@ public final class NameWatch: Sendable {
 extension PortNameServer {
     /// Subscribes to owner changes of `name` (nil: every name). `handler`
     /// runs on `loop`'s thread in `mode` (the background loop by default),
-    /// once per change, in portd's order.
+    /// once per change, in portd's order. When the watcher falls behind
+    /// (its queue is full: portd never waits for it), portd ends the watch:
+    /// after the changes already queued, `onError` gets
+    /// `NameServerError.watchOverflow` and the watch is no longer active.
     public func watch(
         _ name: String?, loop: PCRunLoop? = nil, mode: PCRunLoop.Mode = .default,
         onError: (@Sendable (NameServerError) -> Void)? = nil,
@@ -45,7 +54,18 @@ extension PortNameServer {
     ) throws(NameServerError) -> NameWatch {
         if let name { try Self.checkName(name) }
         let port = PCPort()
-        port.setHandler { message in
+        port.setHandler { [weak port] message in
+            if message.msgid == NameServerProtocol.MessageID.watchOverflow {
+                var missed = 0
+                if case .watchOverflow(let n)? = try? NameServerNotification<SendRight>(
+                    msgid: message.msgid, components: message.nameServerComponents)
+                {
+                    missed = n
+                }
+                port?.invalidate()
+                onError?(.watchOverflow(missed: missed))
+                return nil
+            }
             do throws(NameServerError) {
                 handler(try NameOwnerChange(message))
             } catch {
@@ -85,7 +105,9 @@ extension PortNameServer {
     /// on the background loop. The subscription ends when the consumer stops
     /// iterating (the watch is cancelled then); portd's side of it ends with
     /// this client's connection (`invalidate()`), after which no more
-    /// changes come.
+    /// changes come. The stream also finishes when the consumer fell
+    /// behind and portd ended the watch (`watch`'s `.watchOverflow`); use
+    /// `watch(_:loop:mode:onError:handler:)` to tell that apart.
     public func ownerChanges(of name: String?) throws(NameServerError) -> AsyncStream<NameOwnerChange> {
         let (stream, continuation) = AsyncStream<NameOwnerChange>.makeStream()
         let watch = try watch(name) { change in continuation.yield(change) }

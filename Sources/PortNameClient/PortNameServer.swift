@@ -274,21 +274,53 @@ public final class PortNameServer: Sendable {
         }
     }
 
-    /// Who owns `name`, since when, and who waits for it; nil when nobody owns it.
+    /// Who owns `name`, since when, and who waits for it; nil when nobody
+    /// owns it. A long queue comes in pages (OWNER with "from=N"), which
+    /// this follows to the end; when the owner changes between two pages,
+    /// it starts again (at most `ownerAttempts` times, then the last
+    /// owner's pages are returned as they came). The queue is read a page
+    /// at a time, not at one instant: a process that joins or leaves it
+    /// meanwhile may be missed or named twice.
     public func owner(_ name: String) throws(NameServerError) -> NameOwner? {
         try Self.checkName(name)
-        let reply = try request(NameServerProtocol.MessageID.owner, [name], what: "OWNER \(name)")
-        switch reply.replyWord {
-        case .ok:
-            return try NameServerError.parsing { () throws(NameServerProtocol.Violation) in
-                try NameOwner(name: name, reply: reply)
+        var attempt = 0
+        restart: while true {
+            attempt += 1
+            var result: NameOwner?
+            while true {
+                let from = result?.queued.count ?? 0
+                let words = from == 0 ? [name] : [name, NameServerProtocol.field(NameServerProtocol.Field.from, from)]
+                let reply = try request(NameServerProtocol.MessageID.owner, words, what: "OWNER \(name)")
+                switch reply.replyWord {
+                case .ok:
+                    break
+                case .notFound:
+                    if result == nil || attempt >= Self.ownerAttempts { return nil }
+                    continue restart  // the owner went between two pages
+                default:
+                    throw reply.unexpected(for: "OWNER")
+                }
+                let page = try NameServerError.parsing { () throws(NameServerProtocol.Violation) in
+                    try NameOwner(name: name, reply: reply)
+                }
+                if let first = result {
+                    if first.owner != page.owner || first.sinceMilliseconds != page.sinceMilliseconds {
+                        if attempt < Self.ownerAttempts { continue restart }
+                        return page
+                    }
+                    result!.queued += page.queued
+                } else {
+                    result = page
+                }
+                // A page that names nobody cannot move on: the queue ended.
+                guard reply.ownerContinues, !page.queued.isEmpty else { return result }
             }
-        case .notFound:
-            return nil
-        default:
-            throw reply.unexpected(for: "OWNER")
         }
     }
+
+    /// How many times `owner(_:)` starts again when the owner changes
+    /// between two pages.
+    static let ownerAttempts = 4
 
     // MARK: Register, release, declared check-in
 
@@ -328,7 +360,7 @@ public final class PortNameServer: Sendable {
                         port.invalidate()
                     }
                     onLost(newOwner)
-                case .ownerChanged, nil:
+                case .ownerChanged, .watchOverflow, nil:
                     break
                 }
                 return nil

@@ -74,7 +74,7 @@ extension NameOwner.Process {
     }
 
     /// "P:U": a queued process in OWNER.
-    var colonPair: String { "\(pid):\(uid)" }
+    package var colonPair: String { "\(pid):\(uid)" }
 
     /// Reads "P:U".
     package init?(colonPair text: String) {

@@ -1,7 +1,8 @@
 // NameServerNotification: the messages portd sends on its own, not as a
 // reply, to a port a client gave it: NAME_OWNER_CHANGED to a watcher,
 // NAME_ACQUIRED to a queued registrant that got the name, NAME_LOST to an
-// owner another client replaced. portd builds them here (`msgid`,
+// owner another client replaced, WATCH_OVERFLOW to a watcher that fell
+// behind (the last message of its watch). portd builds them here (`msgid`,
 // `components`); the client reads them with `init(msgid:components:)`.
 //
 // Invariants: the message id alone says which one it is; NAME_ACQUIRED
@@ -18,6 +19,9 @@ package enum NameServerNotification<Port> {
     case acquired(name: String, listening: Port)
     /// NAME_LOST: `owner` replaced the receiver as the owner of `name`.
     case lost(name: String, to: NameOwner.Process)
+    /// WATCH_OVERFLOW: the watcher's queue was full, `missed` changes were
+    /// not delivered, and the watch has ended.
+    case watchOverflow(missed: Int)
 
     package typealias Component = NameServerComponent<Port>
 
@@ -26,6 +30,7 @@ package enum NameServerNotification<Port> {
         case .ownerChanged: NameServerProtocol.MessageID.nameOwnerChanged
         case .acquired: NameServerProtocol.MessageID.nameAcquired
         case .lost: NameServerProtocol.MessageID.nameLost
+        case .watchOverflow: NameServerProtocol.MessageID.watchOverflow
         }
     }
 
@@ -35,6 +40,7 @@ package enum NameServerNotification<Port> {
         case .ownerChanged(let change): change.texts.map(Component.text)
         case .acquired(let name, let listening): [.text(name), .port(listening)]
         case .lost(let name, let owner): ([name] + owner.fields).map(Component.text)
+        case .watchOverflow(let missed): [.text(NameServerProtocol.field(NameServerProtocol.Field.missed, missed))]
         }
     }
 
@@ -58,6 +64,9 @@ package enum NameServerNotification<Port> {
             self = .lost(
                 name: words.first ?? "",
                 to: .init(pid: field(F.pid).flatMap { Int32($0) } ?? 0, uid: field(F.uid).flatMap { UInt32($0) } ?? 0))
+        case NameServerProtocol.MessageID.watchOverflow:
+            let missed = texts.lazy.compactMap { $0.flatMap { NameServerProtocol.value(ofField: NameServerProtocol.Field.missed, in: $0) } }.first
+            self = .watchOverflow(missed: missed.flatMap { Int($0) } ?? 0)
         default:
             throw .init("msgid \(msgid) is not a notification of portd")
         }

@@ -39,6 +39,10 @@ public enum NameServerProtocol {
         /// Sent by portd to an owner's port (its REGISTER's reply port) when
         /// another client replaced it.
         public static let nameLost: UInt32 = 0xFFFF_0102
+        /// Sent by portd to a watcher's port that fell behind: its queue was
+        /// full, changes were not delivered, and the watch has ended (the
+        /// connection closes after it).
+        public static let watchOverflow: UInt32 = 0xFFFF_0103
     }
 
     /// The first component of every reply.
@@ -109,6 +113,9 @@ public enum NameServerProtocol {
         public static let waitMilliseconds = "wait_ms"
         /// LIST's optional component: continue after this name.
         public static let after = "after"
+        /// OWNER's optional second component: the page starts at this
+        /// place in the queue (0 is the next owner).
+        public static let from = "from"
         public static let version = "version"
         public static let uptime = "uptime_ms"
         public static let names = "names"
@@ -116,16 +123,20 @@ public enum NameServerProtocol {
         public static let lookups = "lookups"
         public static let refusals = "refusals"
         public static let declared = "declared"
+        /// WATCH_OVERFLOW: how many changes the watcher missed.
+        public static let missed = "missed"
 
         /// Every key above.
         public static let all = [
-            message, pid, uid, since, queued, waitMilliseconds, after, version, uptime, names, clients, lookups,
-            refusals, declared,
+            message, pid, uid, since, queued, waitMilliseconds, after, from, version, uptime, names, clients, lookups,
+            refusals, declared, missed,
         ]
     }
 
-    /// The last component of a LIST reply that could not hold every name:
-    /// the client asks again with "after=LAST-NAME".
+    /// The last component of a LIST reply that could not hold every name
+    /// (the client asks again with "after=LAST-NAME"), and of an OWNER
+    /// reply that could not hold the whole queue (the client asks again
+    /// with "from=N", N the queued processes it has so far).
     public static let listContinues = "more"
 
     /// "key=value", a field of a request or a reply.

@@ -50,8 +50,20 @@ package struct NameServerReply<Port> {
     private init(_ word: NameServerProtocol.ReplyWord, _ rest: [Component] = []) {
         components = [.text(word.rawValue)] + rest
         self.word = word.rawValue
-        strings = rest.compactMap(\.text)
-        ports = rest.compactMap { if case .port(let p) = $0 { p } else { nil } }
+        // Plain loops: a LIST page has a thousand components, and key-path
+        // closures cost a metadata lookup each.
+        var strings: [String] = []
+        var ports: [Port] = []
+        strings.reserveCapacity(rest.count)
+        for component in rest {
+            switch component {
+            case .text(let text): strings.append(text)
+            case .port(let port): ports.append(port)
+            case .binary: break
+            }
+        }
+        self.strings = strings
+        self.ports = ports
     }
 
     // MARK: Replies portd sends
@@ -89,14 +101,16 @@ package struct NameServerReply<Port> {
         Self(.checkedIn, [.port(listening)])
     }
 
-    /// OWNER: "ok", the owner, since when, and one "queued=PID:UID" per
-    /// process in the queue.
-    package static func owner(_ owner: NameOwner) -> Self {
+    /// OWNER: "ok", the owner, since when, one "queued=PID:UID" per
+    /// process of this page of the queue (`owner.queued`), and "more" when
+    /// the page did not reach the end of the queue.
+    package static func owner(_ owner: NameOwner, more: Bool = false) -> Self {
         typealias F = NameServerProtocol.Field
         let queued = owner.queued.map { NameServerProtocol.field(F.queued, $0.colonPair) }
         return Self(
             .ok,
-            (owner.owner.fields + [NameServerProtocol.field(F.since, owner.sinceMilliseconds)] + queued)
+            (owner.owner.fields + [NameServerProtocol.field(F.since, owner.sinceMilliseconds)] + queued
+                + (more ? [NameServerProtocol.listContinues] : []))
                 .map(Component.text))
     }
 
@@ -156,6 +170,10 @@ package struct NameServerReply<Port> {
         typealias F = NameServerProtocol.Field
         return NameOwner.Process(pid: try integer(F.pid), uid: try integer(F.uid))
     }
+
+    /// Whether an OWNER reply is one page of several: the queue goes on
+    /// ("more" ends it); the client asks again with "from=N".
+    package var ownerContinues: Bool { strings.last == NameServerProtocol.listContinues }
 
     /// The lines of a LIST reply, and whether more names follow ("more").
     package func listPage() throws(NameServerProtocol.Violation) -> (entries: [NameEntry], more: Bool) {

@@ -20,7 +20,8 @@ enum ExitStatus: Int32, CaseIterable {
     /// The remote port (or the connection to portd) became invalid before the
     /// exchange finished (EX_IOERR).
     case portInvalid = 74
-    /// Nothing happened before --timeout (EX_TEMPFAIL).
+    /// Nothing happened before --timeout, or a watch fell behind and portd
+    /// ended it (EX_TEMPFAIL: try again).
     case timedOut = 75
     /// portd answered something portctl does not understand (EX_PROTOCOL).
     case protocolError = 76
@@ -35,7 +36,7 @@ enum ExitStatus: Int32, CaseIterable {
         case .nameNotFound: "name not found"
         case .notRunning: "portd is not running"
         case .portInvalid: "the remote port became invalid"
-        case .timedOut: "timed out"
+        case .timedOut: "timed out, or a watch fell behind"
         case .protocolError: "protocol error (unexpected reply)"
         case .permissionDenied: "permission denied"
         }

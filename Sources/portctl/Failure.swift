@@ -44,6 +44,7 @@ struct Failure: Error {
             case .invalidName: .usage
             case .timedOut: .timedOut
             case .connectionLost: .portInvalid
+            case .watchOverflow: .timedOut
             case .badRequest, .protocolError: .protocolError
             case .untrustedDirectory, .limit, .daemonFailure: .failure
             case .transport(let e):

@@ -29,6 +29,8 @@ enum Benchmarks {
         Benchmark(name: "port.oneway.4096") { PortBenchmarks.oneWay(bytes: 4096, count: scaled(200_000), senders: 1) },
         Benchmark(name: "port.oneway.64.8senders") { PortBenchmarks.oneWay(bytes: 64, count: scaled(200_000), senders: 8) },
         Benchmark(name: "port.memfd.64mib") { PortBenchmarks.largeComponent(megabytes: 64, iterations: scaled(20)) },
+        // Needs a running portd (BENCH_PORTD_SOCKET): skipped without one.
+        Benchmark(name: "portd.fair") { FairService.run(probes: scaled(3000)) },
     ]
 
     /// Runs the benchmarks chosen by `arguments` (without the program name).

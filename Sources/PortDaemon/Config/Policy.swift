@@ -90,7 +90,13 @@ struct Policy: Equatable, Sendable {
     }
 
     func mayLookUp(name: String, uid: UInt32, gids: [UInt32]) -> Bool {
-        decide(.lookUp, name: name, uid: uid, gids: gids).allowed
+        // `decide`'s answer without its reason: LIST asks this for every
+        // name of a page, and the reason is text built for a log line.
+        if let onlyUID, uid != onlyUID { return false }
+        if let rule = rules.last(where: { $0.operation == .lookUp && $0.matches(name: name, uid: uid, gids: gids) }) {
+            return rule.verdict == .allow
+        }
+        return defaultLookUp == .allow
     }
 
     /// The decision for `operation` on `name` by a client with `uid` and `gids`.

@@ -17,6 +17,9 @@
 // Invariants:
 //   - a name is in `entries` exactly while it has an owner; an owner or a
 //     queued owner is never the same client twice for one name;
+//   - `sortedNames` is exactly the keys of `entries`, in byte order, so a
+//     LIST page starts by binary search and costs O(page + log n), never a
+//     sort of every name;
 //   - a client's `names` is exactly the names it owns or waits for, and
 //     counts against `namesPerClient`; its `lookups` and `watches` are
 //     exactly its pending lookups and watches;
@@ -228,6 +231,9 @@ struct NameRegistry<Handles: NameRegistryHandles> {
     /// Replaced on reload; counts already admitted stay.
     var limits: Limits
     private var entries: [PortName: Entry] = [:]
+    /// The keys of `entries`, in byte order (an insertion or removal moves
+    /// the tail: a memmove, no sort).
+    private var sortedNames: [PortName] = []
     private var clients: [ClientID: Client] = [:]
     private var clientsByUID: [UInt32: Int] = [:]
     private var watchesOfAllNames: Set<WatchID> = []
@@ -257,6 +263,9 @@ struct NameRegistry<Handles: NameRegistryHandles> {
     /// Whether the watch `id` is still in force.
     func isWatching(_ id: WatchID) -> Bool { watches[id] != nil }
 
+    /// The watch `id`, while it is in force.
+    func watch(_ id: WatchID) -> Watch? { watches[id] }
+
     func owner(of name: PortName) -> Ownership? { entries[name]?.owner }
 
     /// The owners waiting for `name`, next first.
@@ -264,7 +273,55 @@ struct NameRegistry<Handles: NameRegistryHandles> {
 
     /// Every owned name in byte order, with its owner and queue length.
     func listing() -> [(name: PortName, owner: Ownership, queued: Int)] {
-        entries.keys.sorted().map { ($0, entries[$0]!.owner, entries[$0]!.queue.count) }
+        sortedNames.map { ($0, entries[$0]!.owner, entries[$0]!.queue.count) }
+    }
+
+    /// A LIST line's facts about an owned name.
+    struct Listed {
+        let name: PortName
+        let owner: NameOwner.Process
+        let sinceMilliseconds: UInt64
+        let queued: Int
+    }
+
+    /// The owned names that sort after `after` (every one when nil), in
+    /// byte order, each with its owner, since when and queue length,
+    /// computed as the caller reads them: O(log n) to start, O(1) a name
+    /// (no owner record or handle is copied).
+    func listing(after: PortName?) -> LazyMapSequence<ArraySlice<PortName>, Listed> {
+        let start = after.map { insertionIndex(of: $0, orAfter: true) } ?? 0
+        return sortedNames[start...].lazy.map { [entries] name in
+            entries[name].map { entry in
+                Listed(
+                    name: name, owner: NameOwner.Process(pid: entry.owner.credentials.pid, uid: entry.owner.credentials.uid),
+                    sinceMilliseconds: entry.owner.sinceMilliseconds, queued: entry.queue.count)
+            }!
+        }
+    }
+
+    /// Where `name` is, or would go, in `sortedNames`; with `orAfter`, the
+    /// index after it when it is there.
+    private func insertionIndex(of name: PortName, orAfter: Bool = false) -> Int {
+        var low = 0
+        var high = sortedNames.count
+        while low < high {
+            let mid = (low + high) / 2
+            if sortedNames[mid] < name || (orAfter && sortedNames[mid] == name) { low = mid + 1 } else { high = mid }
+        }
+        return low
+    }
+
+    /// Adds an entry for a name that had none, keeping `sortedNames`.
+    private mutating func addEntry(_ name: PortName, _ entry: Entry) {
+        entries[name] = entry
+        sortedNames.insert(name, at: insertionIndex(of: name))
+    }
+
+    /// Removes the entry of `name`, keeping `sortedNames`.
+    private mutating func removeEntry(_ name: PortName) {
+        guard entries.removeValue(forKey: name) != nil else { return }
+        let i = insertionIndex(of: name)
+        if i < sortedNames.count, sortedNames[i] == name { sortedNames.remove(at: i) }
     }
 
     /// The earliest deadline of a waiting lookup.
@@ -359,16 +416,18 @@ struct NameRegistry<Handles: NameRegistryHandles> {
         _ name: PortName, client: ClientID, credentials: Credentials, options: RegistrationOptions,
         canQueue: Bool = true, now: UInt64, handle: Handles.Owner
     ) -> RegisterOutcome {
-        guard var record = clients[client] else { preconditionFailure("admit client \(client) first") }
+        // No copy of the client's record is held: a name is added in place
+        // (`clients[client]!.names`), so its set is never copied (a copy
+        // made each REGISTER quadratic in the names a client holds).
+        guard let uid = clients[client]?.uid else { preconditionFailure("admit client \(client) first") }
         let candidate = Ownership(
             client: client, credentials: credentials, sinceMilliseconds: now,
             allowsReplacement: options.contains(.allowReplacement), ticket: takeID(), handle: handle)
         guard var entry = entries[name] else {
-            if record.names.count >= limits.namesPerClient { return .limit(.namesPerClient(limits.namesPerClient)) }
-            if let exceeded = descriptorQuota(uid: record.uid) { return .limit(exceeded) }
-            record.names.insert(name)
-            clients[client] = record
-            entries[name] = Entry(owner: candidate, queue: [])
+            if clients[client]!.names.count >= limits.namesPerClient { return .limit(.namesPerClient(limits.namesPerClient)) }
+            if let exceeded = descriptorQuota(uid: uid) { return .limit(exceeded) }
+            clients[client]!.names.insert(name)
+            addEntry(name, Entry(owner: candidate, queue: []))
             let answered = takeLookups(waitingFor: name)
             return .registered(
                 OwnerChange(
@@ -378,15 +437,14 @@ struct NameRegistry<Handles: NameRegistryHandles> {
         if entry.owner.client == client { return .alreadyOwned(entry.owner) }
         let queuedAt = entry.queue.firstIndex { $0.client == client }
         if options.contains(.replaceExisting) && entry.owner.allowsReplacement {
-            if queuedAt == nil && record.names.count >= limits.namesPerClient {
+            if queuedAt == nil && clients[client]!.names.count >= limits.namesPerClient {
                 return .limit(.namesPerClient(limits.namesPerClient))
             }
-            if queuedAt == nil, let exceeded = descriptorQuota(uid: record.uid) { return .limit(exceeded) }
+            if queuedAt == nil, let exceeded = descriptorQuota(uid: uid) { return .limit(exceeded) }
             if let queuedAt { entry.queue.remove(at: queuedAt) }
             let old = entry.owner
             clients[old.client]?.names.remove(name)
-            record.names.insert(name)
-            clients[client] = record
+            clients[client]!.names.insert(name)
             entry.owner = candidate
             entries[name] = entry
             return .registered(
@@ -396,10 +454,9 @@ struct NameRegistry<Handles: NameRegistryHandles> {
         }
         if let queuedAt { return .queued(entry.queue[queuedAt], position: queuedAt + 1) }
         if options.contains(.doNotQueue) || !canQueue { return .alreadyOwned(entry.owner) }
-        if record.names.count >= limits.namesPerClient { return .limit(.namesPerClient(limits.namesPerClient)) }
-        if let exceeded = descriptorQuota(uid: record.uid) { return .limit(exceeded) }
-        record.names.insert(name)
-        clients[client] = record
+        if clients[client]!.names.count >= limits.namesPerClient { return .limit(.namesPerClient(limits.namesPerClient)) }
+        if let exceeded = descriptorQuota(uid: uid) { return .limit(exceeded) }
+        clients[client]!.names.insert(name)
         entry.queue.append(candidate)
         entries[name] = entry
         return .queued(candidate, position: entry.queue.count)
@@ -441,7 +498,7 @@ struct NameRegistry<Handles: NameRegistryHandles> {
             entries[name] = entry
             new = promoted
         } else {
-            entries[name] = nil
+            removeEntry(name)
         }
         return OwnerChange(
             name: name, kind: .released, old: old, new: new, watchers: watchers(of: name), answeredLookups: [])

@@ -86,41 +86,106 @@ extension NameServer {
     }
 
     /// NAME_OWNER_CHANGED to every watcher of the change that may see the
-    /// name; a watcher whose port is gone or full stops watching.
+    /// name; a watcher whose port is gone stops watching; one whose queue
+    /// is full falls behind (`fellBehind`) and is told nothing more but
+    /// WATCH_OVERFLOW.
     private func tellWatchers(_ change: OwnerChange) {
         var event: PCPortMessage?
         // A watch that ended while an earlier change of the same batch was
-        // told (its port gone or full) is not tried again.
+        // told (its port gone) is not tried again.
         for watch in change.watchers where registry.isWatching(watch.id) {
             let watcher = watch.handle
             if RequestAccess.see(change.name).decide(by: watcher.caller, under: settings) != .allow { continue }
+            if overflowing[watch.id] != nil {
+                overflowing[watch.id]!.missed += 1
+                continue
+            }
             let message = event ?? PCPortMessage(notification: .ownerChanged(change.reported))
             event = message
-            if !send(message, to: watcher.port, what: "NAME_OWNER_CHANGED for \(change.name)") {
+            switch deliver(message, to: watcher.port, what: "NAME_OWNER_CHANGED for \(change.name)") {
+            case .sent:
+                break
+            case .timedOut:
+                fellBehind(watch)
+            case .receiverGone, nil:
                 registry.unwatch(watch.id)
                 logger.notice(
-                    "watch ended: the watcher's port is gone or full",
+                    "watch ended: the watcher's port is gone",
                     metadata: ["pid": "\(watcher.credentials.pid)", "uid": "\(watcher.credentials.uid)"])
             }
         }
     }
 
+    /// A watcher's queue is full: the change just tried is its first
+    /// missed one. Its port is watched for room; then WATCH_OVERFLOW goes
+    /// (`endOverflowed`) and the watch ends. portd never waits for it
+    /// meanwhile, and tells it nothing else.
+    private func fellBehind(_ watch: Registry.Watch) {
+        let metadata: Logger.Metadata = [
+            "pid": "\(watch.handle.credentials.pid)", "uid": "\(watch.handle.credentials.uid)",
+        ]
+        guard let connection = watch.handle.port.currentConnection() else {
+            registry.unwatch(watch.id)
+            return
+        }
+        let id = watch.id
+        let source = PortSource(sharing: connection, events: .writable) { [unowned self] _ in
+            self.endOverflowed(id)
+        }
+        do {
+            try loop.add(source, forMode: mode)
+        } catch {
+            // Cannot wait for room: the watch ends here, and the watcher
+            // sees its connection hang up once it reads what was queued.
+            logger.error("cannot watch a watcher's port for room: \(error)", metadata: metadata)
+            source.invalidate()
+            registry.unwatch(id)
+            return
+        }
+        overflowing[id] = (source, 1)
+        refusalLog.log("watch fell behind: the watcher's queue is full; it ends with WATCH_OVERFLOW", metadata)
+    }
+
+    /// The port of a watcher that fell behind has room (or hung up): it
+    /// gets WATCH_OVERFLOW, then the watch ends and portd's end of the
+    /// port closes.
+    private func endOverflowed(_ id: WatchID) {
+        guard let pending = overflowing[id] else { return }
+        guard let watch = registry.watch(id) else {
+            overflowing[id] = nil
+            pending.source.invalidate()
+            return
+        }
+        let message = PCPortMessage(notification: .watchOverflow(missed: pending.missed))
+        if deliver(message, to: watch.handle.port, what: "WATCH_OVERFLOW") == .timedOut { return }  // room comes later
+        overflowing[id] = nil
+        pending.source.invalidate()
+        registry.unwatch(id)
+    }
+
     /// Sends without waiting; false (logged) when the receiver is gone or full.
     @discardableResult
     private func send(_ message: PCPortMessage, to right: SendRight, what: String) -> Bool {
+        deliver(message, to: right, what: what) == .sent
+    }
+
+    /// Sends without waiting; the outcome, nil (logged) when the send failed.
+    private func deliver(_ message: PCPortMessage, to right: SendRight, what: String) -> SendResult? {
         do {
-            switch try right.send(message, timeout: .zero) {
+            let outcome = try right.send(message, timeout: .zero)
+            switch outcome {
             case .sent:
-                return true
+                break
             case .timedOut:
                 logger.notice("not sent: \(what): the receiver's queue is full")
             case .receiverGone:
                 logger.debug("not sent: \(what): the receiver is gone")
             }
+            return outcome
         } catch {
             logger.notice("not sent: \(what): \(error)")
+            return nil
         }
-        return false
     }
 
     private func log(_ change: OwnerChange) {
@@ -137,6 +202,7 @@ extension NameServer {
     func clientGone(_ client: ClientID) {
         activator.clientGone(client)
         let removal = registry.removeClient(client, now: WallClock.unixMilliseconds())
+        for id in removal.watches { overflowing.removeValue(forKey: id)?.source.invalidate() }
         logger.debug(
             "client gone", metadata: ["client": "\(client)", "released": "\(removal.changes.count)"])
         for change in removal.changes { apply(change, requesterSocket: nil) }

@@ -153,39 +153,43 @@ extension NameServer {
         }
     }
 
-    /// "ok" and one line per name after `after` the client may look up, as
-    /// many as fit in one record of at most PortLimits.default.maxComponents
-    /// components; the continuation word at the end when some did not (the
-    /// client asks again after the last name).
+    /// "ok" and one line per name after `after` the client may look up, at
+    /// most `listPageSize` and as many as fit in one record; the
+    /// continuation word at the end when some did not (the client asks
+    /// again after the last name). The registry keeps its names sorted, so
+    /// a page costs O(page + log n) (plus the names the policy hides from
+    /// this client), never a sort of every name; the page size bounds what
+    /// one LIST adds to a pass of portd's loop (fair service).
     func list(after: PortName?, _ c: Context) -> PCPortMessage {
-        var entries: [(PortName, NameEntry)] = []
-        for entry in registry.listing() where after.map({ entry.name > $0 }) ?? true && maySee(entry.name, c) {
-            let o = entry.owner
-            entries.append(
-                (entry.name, NameEntry(
-                    name: entry.name.value, owner: o.process, sinceMilliseconds: o.sinceMilliseconds,
-                    queuedCount: entry.queued)))
-        }
-        for d in declared.all where after.map({ d.name > $0 }) ?? true && maySee(d.name, c) {
-            entries.append(
-                (d.name, NameEntry(
-                    name: d.name.value, owner: .init(pid: ownPID, uid: ownUID), sinceMilliseconds: d.sinceMilliseconds,
-                    queuedCount: 0)))
-        }
-        entries.sort { $0.0 < $1.0 }
+        var registered = registry.listing(after: after).makeIterator()
+        var declaredPorts = declared.all.filter { d in after.map { d.name > $0 } ?? true }[...]
+        var nextRegistered = registered.next()
         // Header, table and data must fit in one record, with room for the
         // continuation word (NameServerProtocol.listContinues).
         let room = Self.controlPortLimits.maxRecordSize - WireFormat.headerSize - 2 * WireFormat.entrySize - 6
         var lines: [String] = []
         var more = false
         var size = 0
-        for (_, entry) in entries {
+        while true {
+            let entry: NameEntry
+            let name: PortName
+            if let r = nextRegistered, declaredPorts.first.map({ r.name < $0.name }) ?? true {
+                name = r.name
+                entry = NameEntry(
+                    name: r.name.value, owner: r.owner, sinceMilliseconds: r.sinceMilliseconds, queuedCount: r.queued)
+                nextRegistered = registered.next()
+            } else if let d = declaredPorts.popFirst() {
+                name = d.name
+                entry = NameEntry(
+                    name: d.name.value, owner: .init(pid: ownPID, uid: ownUID), sinceMilliseconds: d.sinceMilliseconds,
+                    queuedCount: 0)
+            } else {
+                break
+            }
+            guard maySee(name, c) else { continue }
             let line = entry.listLine
             let cost = WireFormat.entrySize + line.utf8.count
-            // Components are capped at what a client decodes by default
-            // (PortLimits.default), not at what portd itself accepts; the
-            // word takes one.
-            if size + cost > room || lines.count + 2 >= PortLimits.default.maxComponents {
+            if size + cost > room || lines.count >= Self.listPageSize {
                 more = true
                 break
             }
@@ -195,7 +199,18 @@ extension NameServer {
         return reply(c.msgid, .list(lines: lines, more: more))
     }
 
-    func owner(_ name: PortName, _ c: Context) -> PCPortMessage {
+    /// The most names one LIST reply holds: well within what a client
+    /// decodes by default (PortLimits.default.maxComponents), and small
+    /// enough that a page costs a fraction of a millisecond.
+    static let listPageSize = 256
+
+    /// "ok", the owner, since when, and the page of the queue that starts
+    /// at place `from`: as many "queued=PID:UID" as fit in one record of
+    /// at most PortLimits.default.maxComponents components (and at most
+    /// `ownerPageSize`), then the continuation word when the queue goes on
+    /// (the client asks again from the place after the last one it got).
+    /// Costs O(page), whatever the queue's length.
+    func owner(_ name: PortName, from: Int, _ c: Context) -> PCPortMessage {
         if let refused = refusal(.lookUp(name), c) { return refused }
         if let d = declared[name] {
             let owner = NameOwner(
@@ -205,11 +220,30 @@ extension NameServer {
         guard let owner = registry.owner(of: name) else {
             return reply(c.msgid, .error(.notFound, "no port is registered as \(name)"))
         }
+        let queue = registry.queue(of: name)
+        var page: [NameOwner.Process] = []
+        var index = min(from, queue.count)
+        // The owner's fields, the word and the continuation word take
+        // 5 components and well under 256 bytes.
+        let room = Self.controlPortLimits.maxRecordSize - WireFormat.headerSize - 5 * WireFormat.entrySize - 256
+        var size = 0
+        while index < queue.count, page.count < Self.ownerPageSize {
+            let process = queue[index].process
+            let cost = WireFormat.entrySize + NameServerProtocol.field(NameServerProtocol.Field.queued, process.colonPair).utf8.count
+            if size + cost > room { break }
+            size += cost
+            page.append(process)
+            index += 1
+        }
         let reported = NameOwner(
-            name: name.value, owner: owner.process, sinceMilliseconds: owner.sinceMilliseconds,
-            queued: registry.queue(of: name).map(\.process))
-        return reply(c.msgid, .owner(reported))
+            name: name.value, owner: owner.process, sinceMilliseconds: owner.sinceMilliseconds, queued: page)
+        return reply(c.msgid, .owner(reported, more: index < queue.count))
     }
+
+    /// The most queued processes one OWNER page names: with the five other
+    /// components, within what a client decodes by default
+    /// (PortLimits.default.maxComponents).
+    static let ownerPageSize = 256
 
     func checkIn(_ name: PortName, _ c: Context) -> PCPortMessage {
         guard let port = declared[name] else { return reply(c.msgid, .word(.notDeclared)) }

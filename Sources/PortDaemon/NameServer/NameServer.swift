@@ -31,7 +31,8 @@
 //     receiving in this pass) its listening socket;
 //   - portd never blocks on a client: messages to watchers, queued owners
 //     and waiting lookups are sent with a zero send timeout; a full queue
-//     ends that watch (or that owner's claim), logged;
+//     ends that owner's claim, logged, or that watch: the watcher is told
+//     (WATCH_OVERFLOW, sent once its port takes a record again);
 //   - a client that misbehaves affects only itself: a bad request gets an
 //     error reply, a malformed record closes its own connection;
 //   - every log line a client can cause (refusals, bad requests, invalid
@@ -102,6 +103,13 @@ final class NameServer {
     var counters = Counters()
     /// The kernel's word on ports clients hand portd to keep.
     let passedPortCheck: PassedPortCheck
+    /// Watches whose watcher fell behind (its queue was full): each waits,
+    /// told nothing more, for its port to take a record again, to be ended
+    /// with WATCH_OVERFLOW (NameServer+Consequences, `overflow`). The
+    /// source watches the port for writability; `missed` counts the changes
+    /// not delivered. The watch stays in the registry (and counts against
+    /// its client's quotas) until then.
+    var overflowing: [WatchID: (source: PortSource, missed: Int)] = [:]
 
     /// The limits of the control port: small requests, no large data, few
     /// descriptors; up to 65535 components so that a LIST reply can name
@@ -188,6 +196,8 @@ final class NameServer {
         port.invalidate()
         deadlineTimer?.timer.invalidate()
         deadlineTimer = nil
+        for (_, pending) in overflowing { pending.source.invalidate() }
+        overflowing.removeAll()
         for entry in registry.listing() {
             if let file = entry.owner.handle.socket { directory.remove(file) }
         }
@@ -346,8 +356,8 @@ final class NameServer {
             return watch(name, context, watcherPort: message.passedReplyPort!)
         case .list(let after):
             return list(after: after, context)
-        case .owner(let name):
-            return owner(name, context)
+        case .owner(let name, let from):
+            return owner(name, from: from, context)
         case .checkIn(let name):
             return checkIn(name, context)
         }

@@ -21,7 +21,9 @@ enum NameServerRequest: Equatable, Sendable {
     case watch(PortName?)
     /// LIST, continuing after the name given (a previous reply said "more").
     case list(after: PortName?)
-    case owner(PortName)
+    /// OWNER, the page of the queue starting at place `from` (0 is the
+    /// next owner; a previous reply said "more").
+    case owner(PortName, from: Int)
     case checkIn(PortName)
 
     /// Why a message is not a request portd can serve.
@@ -49,7 +51,7 @@ enum NameServerRequest: Equatable, Sendable {
     var name: PortName? {
         switch self {
         case .status, .list: nil
-        case .register(let n, _), .release(let n), .lookUp(let n, _), .owner(let n), .checkIn(let n): n
+        case .register(let n, _), .release(let n), .lookUp(let n, _), .owner(let n, _), .checkIn(let n): n
         case .watch(let n): n
         }
     }
@@ -128,8 +130,14 @@ enum NameServerRequest: Equatable, Sendable {
             guard hasReplyPort else { throw .badRequest("WATCH must carry the watcher's port as its reply port (REPLY_PORT)") }
             return .watch(words.isEmpty ? nil : try validName(words[0]))
         case MessageID.owner:
-            try count(1...1, "OWNER")
-            return .owner(try validName(words[0]))
+            try count(1...2, "OWNER")
+            let name = try validName(words[0])
+            guard words.count == 2 else { return .owner(name, from: 0) }
+            guard let value = NameServerProtocol.value(ofField: Field.from, in: words[1]), let from = UInt32(value) else {
+                throw .badRequest(
+                    "OWNER's second component is \"\(NameServerProtocol.field(Field.from, "N"))\" (N from 0 to 4294967295), not \"\(words[1])\"")
+            }
+            return .owner(name, from: Int(from))
         case MessageID.checkIn:
             try count(1...1, "CHECKIN")
             return .checkIn(try validName(words[0]))

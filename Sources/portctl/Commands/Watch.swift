@@ -1,7 +1,9 @@
 // Watch: `portctl watch [NAME]`: print owner changes of NAME (or of every
 // name) as they happen (WATCH; NAME_OWNER_CHANGED), one line or one JSON
 // object each. --count N exits 0 after N changes; --timeout S exits 75 when
-// S seconds pass without one; when portd goes, 74.
+// S seconds pass without one; when portd goes, 74; when the watcher fell
+// behind and portd ended the watch (WATCH_OVERFLOW), 75 after printing the
+// changes queued before it.
 
 import ArgumentParser
 import PortCore
@@ -12,7 +14,9 @@ struct Watch: ParsableCommand {
         abstract: "Print owner changes of a name (or of every name) as they happen.",
         discussion: """
             Each change prints as: EVENT NAME, then the old and new owner (pid, uid). \
-            EVENT is registered, released or replaced. --timeout bounds the wait for each change.
+            EVENT is registered, released or replaced. --timeout bounds the wait for each change. \
+            A watcher that falls behind (its queue full) is ended by portd: portctl prints the changes \
+            queued before that, says how many it missed, and exits 75.
 
             \(ExitStatus.helpText)
             """

@@ -18,6 +18,10 @@
         print the reply's first component on stdout.
   name_client.py as-uid UID SOCKET
         drop to UID (and gid UID), send STATUS, print the reply's components on stdout.
+  name_client.py queue SOCKET NAME N
+        open N connections, each sending REGISTER NAME with a reply port of its own
+        (a socketpair); print "queued N" on stdout once every reply was "queued", and
+        hold the connections until killed.
 """
 import os
 import select
@@ -26,7 +30,7 @@ import socket
 import struct
 import sys
 
-FLAG_REPLY_EXPECTED = 0x02
+FLAG_REPLY_PORT, FLAG_REPLY_EXPECTED = 0x01, 0x02
 KIND_DATA, KIND_PORT = 1, 2
 REGISTER, STATUS, CHECKIN = 0xFFFF0002, 0xFFFF0001, 0xFFFF0008
 
@@ -99,6 +103,24 @@ def main():
         name = os.environ.get("LISTEN_FDNAMES")
         has_socket = "PORTD_SOCKET set" if os.environ.get("PORTD_SOCKET") else "no PORTD_SOCKET"
         print(f"{name}: {decode(record)[1][0]} ({has_socket})", flush=True)
+        return 0
+    if verb == "queue":
+        held = []
+        for i in range(int(sys.argv[4])):
+            control = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            control.connect(sys.argv[2])
+            mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            flags = FLAG_REPLY_EXPECTED | FLAG_REPLY_PORT
+            socket.send_fds(control, [encode(REGISTER, [sys.argv[3]], flags)], [theirs.fileno()])
+            theirs.close()
+            record, fds, _, _ = socket.recv_fds(control, 65536, 4)
+            reply = decode(record)[1]
+            if reply[0] != "queued":
+                print(i, *reply, flush=True)
+                return 1
+            held.append((control, mine))
+        print("queued", len(held), flush=True)
+        signal.pause()
         return 0
     if verb == "as-user":
         uid = int(sys.argv[2])

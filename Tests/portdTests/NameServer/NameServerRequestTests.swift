@@ -39,7 +39,8 @@ private func isBadRequest(_ r: Result<NameServerRequest, NameServerRequest.Refus
         #expect(parse(ID.lookup, ["svc", "wait_ms=1500"]) == .success(.lookUp(name("svc"), wait: .milliseconds(1500))))
         #expect(parse(ID.watch, [], replyPort: true) == .success(.watch(nil)))
         #expect(parse(ID.watch, ["svc"], replyPort: true) == .success(.watch(name("svc"))))
-        #expect(parse(ID.owner, ["svc"]) == .success(.owner(name("svc"))))
+        #expect(parse(ID.owner, ["svc"]) == .success(.owner(name("svc"), from: 0)))
+        #expect(parse(ID.owner, ["svc", "from=1000"]) == .success(.owner(name("svc"), from: 1000)))
         #expect(parse(ID.checkIn, ["svc"]) == .success(.checkIn(name("svc"))))
     }
 
@@ -49,7 +50,8 @@ private func isBadRequest(_ r: Result<NameServerRequest, NameServerRequest.Refus
             (ID.register, ["svc", "queue-please"], false), (ID.release, [], false), (ID.release, ["a", "b"], false),
             (ID.lookup, [], false), (ID.lookup, ["svc", "wait=5"], false), (ID.lookup, ["svc", "wait_ms=-1"], false),
             (ID.lookup, ["svc", "wait_ms=4294967296"], false), (ID.lookup, ["svc", "wait_ms=1", "x"], false),
-            (ID.watch, [], false), (ID.watch, ["a", "b"], true), (ID.owner, [], false), (ID.checkIn, [], false),
+            (ID.watch, [], false), (ID.watch, ["a", "b"], true), (ID.owner, [], false), (ID.owner, ["svc", "from=-1"], false),
+            (ID.owner, ["svc", "after=a"], false), (ID.owner, ["svc", "from=1", "x"], false), (ID.checkIn, [], false),
             (0xFFFF_0009, [], false), (7, [], false), (ID.nameOwnerChanged, [], false),
         ]
         for (msgid, words, replyPort) in bad {

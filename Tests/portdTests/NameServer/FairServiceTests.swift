@@ -1,0 +1,69 @@
+// FairServiceTests: one client cannot make portd keep others waiting
+// (issue 12, item 5). portd read one connection until it was empty, so a
+// client sending records without REPLY_EXPECTED in a loop stalled everyone.
+// Checked through the real portd by counting, not timing: a Python client
+// stops portd (SIGSTOP, and waits until /proc says it is stopped), fills one connection with one-way LOOKUPs (each
+// counts in STATUS's lookups=), queues a STATUS on a second connection, and
+// lets portd go on (SIGCONT). The STATUS answer says how many of the flood
+// portd had handled before it: one share of a pass, not the whole flood.
+
+import Foundation
+import Glibc
+import Testing
+
+import PortCore
+import PortTestSupport
+@testable import PortDaemon
+
+@Suite struct FairServiceTests {
+    @Test func aStatusIsAnsweredBeforeAFloodOfOneWayRecordsIsDrained() throws {
+        let portd = try DaemonProcess.started()
+        let flood = 150
+        let script = """
+            import os, signal, socket, struct, sys
+            def encode(msgid, strings, flags):
+                data = [s.encode() for s in strings]
+                header = b"port" + struct.pack("<BBHI", 1, flags, len(data), msgid)
+                return header + b"".join(struct.pack("<B3xI", 1, len(d)) for d in data) + b"".join(data)
+            def words(record):
+                count = struct.unpack("<H", record[6:8])[0]
+                off, out = 12 + 8 * count, []
+                for i in range(count):
+                    length = struct.unpack("<B3xI", record[12 + 8 * i:20 + 8 * i])[1]
+                    out.append(record[off:off + length].decode()); off += length
+                return out
+            path, pid, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+            STATUS, LOOKUP = 0xffff0001, 0xffff0004
+            flooder = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET); flooder.connect(path)
+            prober = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET); prober.connect(path)
+            for s in (flooder, prober):  # both accepted and admitted
+                s.send(encode(STATUS, [], 0x02)); words(s.recv(65536))
+            os.kill(pid, signal.SIGSTOP)
+            # SIGSTOP takes effect asynchronously: wait until portd is stopped
+            # (state T), so that nothing below is read before SIGCONT.
+            while open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] != "T":
+                os.sched_yield()
+            try:
+                for i in range(n):
+                    flooder.send(encode(LOOKUP, ["org.example.nobody"], 0x00))
+                prober.send(encode(STATUS, [], 0x02))
+            finally:
+                os.kill(pid, signal.SIGCONT)
+            print(*[w for w in words(prober.recv(65536)) if w.startswith("lookups=")])
+            prober.send(encode(STATUS, [], 0x02))  # after the flood: every lookup counted
+            print(*[w for w in words(prober.recv(65536)) if w.startswith("lookups=")])
+            """
+        let child = try ChildProcess(
+            executable: "/usr/bin/python3", arguments: ["-c", script, portd.socketPath, "\(portd.pid)", "\(flood)"],
+            environment: ChildProcess.cleanEnvironment())
+        #expect(try child.waitForExit() == 0, "\(child.standardError)")
+        let counts = child.standardOutput.split(separator: "\n").compactMap { $0.split(separator: "=").last.flatMap { Int($0) } }
+        try #require(counts.count == 2, "\(child.standardOutput)")
+        #expect(counts[0] < flood, "the STATUS waited for the whole flood (lookups=\(counts[0]))")
+        #expect(counts[0] <= PCPort.defaultRecordsPerPass, "the STATUS waited for more than one share: \(counts[0])")
+        // The second STATUS comes after the flood on no connection of its
+        // own; whether it too overtakes part of it is not the point here.
+        #expect(counts[1] <= flood, "\(counts)")
+        #expect(try portd.stop() == 0)
+    }
+}
