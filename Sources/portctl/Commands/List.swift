@@ -32,7 +32,7 @@ struct List: ParsableCommand {
                     JSONObject([
                         ("name", .string(e.name)), ("pid", .integer(Int64(e.owner.pid))),
                         ("uid", .unsigned(UInt64(e.owner.uid))), ("since_ms", .unsigned(e.sinceMilliseconds)),
-                        ("queued", .integer(Int64(e.queuedCount))),
+                        ("queue_length", .integer(Int64(e.queuedCount))),
                     ]).text)
             }
             return

@@ -185,7 +185,7 @@ import PortTestSupport
         #expect(rows.first?.split(separator: " ", omittingEmptySubsequences: true) == ["NAME", "PID", "UID", "SINCE", "QUEUED"])
         #expect(rows.contains { $0.hasPrefix(svc + " ") && $0.hasSuffix(" 1") && $0.contains(" UTC") })
         let listed = try jsonLines(try d.portctl(["list", "--json"]).standardOutput)
-        #expect(listed.contains { $0["name"] as? String == svc && int($0, "pid") == Int(getpid()) && int($0, "queued") == 1 })
+        #expect(listed.contains { $0["name"] as? String == svc && int($0, "pid") == Int(getpid()) && int($0, "queue_length") == 1 && $0["queued"] == nil })
 
         let lookup = try d.portctl(["lookup", svc, "--json"])
         let o = try jsonObject(lookup.standardOutput)
