@@ -1,7 +1,8 @@
 // ExitStatus: portctl's documented exit statuses, one per outcome a script
 // may branch on (portctl(1), EXIT STATUS), taken from sysexits(3) where one fits so
 // they never collide with a shell's 126/127/128+N or swift-argument-parser's
-// 64 for usage errors. The same table is printed by `portctl --help` and in
+// 64 for usage errors. The same table is printed by `portctl --help` (a
+// verb's --help points to it) and in
 // portctl(1) EXIT STATUS; a value, once published, never changes meaning.
 
 import ArgumentParser
@@ -43,6 +44,11 @@ enum ExitStatus: Int32, CaseIterable {
     }
 
     var exitCode: ExitCode { ExitCode(rawValue) }
+
+    /// What a verb's --help says of exit statuses: a pointer to the one
+    /// table (`portctl --help`, portctl(1)), not the table again in every
+    /// verb's help.
+    static let verbHelpText = "Exit status: 0 on success; otherwise one of the statuses `portctl --help` and portctl(1) list."
 
     /// The table for --help. Built once and without generic collection
     /// algorithms: every verb's configuration includes it, and all of them

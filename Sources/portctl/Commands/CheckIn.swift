@@ -17,7 +17,7 @@ struct CheckIn: ParsableCommand {
             as with listen (see portctl listen --help for --exec). --timeout bounds the wait for each \
             message (no bound without it). Exits with 74 when the server's port goes away.
 
-            \(ExitStatus.helpText)
+            \(ExitStatus.verbHelpText)
             """
     )
 

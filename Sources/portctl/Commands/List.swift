@@ -8,7 +8,7 @@ struct List: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "list",
         abstract: "List the registered names with their owners.",
-        discussion: ExitStatus.helpText
+        discussion: ExitStatus.verbHelpText
     )
 
     @OptionGroup var connection: ConnectionOptions

@@ -24,7 +24,7 @@ struct Listen: ParsableCommand {
             PORTCTL_COMPONENTS and PORTCTL_LENGTHS in its environment; when the message has a reply \
             port, COMMAND's standard output is the reply.
 
-            \(ExitStatus.helpText)
+            \(ExitStatus.verbHelpText)
             """
     )
 

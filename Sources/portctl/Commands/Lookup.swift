@@ -8,7 +8,7 @@ struct Lookup: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "lookup",
         abstract: "Show who owns a name: pid, uid, since when, and the queued owners.",
-        discussion: ExitStatus.helpText
+        discussion: ExitStatus.verbHelpText
     )
 
     @Argument(help: "The name.") var name: String

@@ -28,7 +28,7 @@ struct Register: ParsableCommand {
             portctl prints nothing on standard output (what appears there is COMMAND's): --json is \
             accepted as by every verb and changes nothing; --quiet drops the notice of a wait in the queue.
 
-            \(ExitStatus.helpText)
+            \(ExitStatus.verbHelpText)
             """
     )
 

@@ -17,7 +17,7 @@ struct Request: ParsableCommand {
             --timeout (default 5 s) bounds each wait: for portd, for the name with --wait, for room \
             in the receiver's queue, for the reply.
 
-            \(ExitStatus.helpText)
+            \(ExitStatus.verbHelpText)
             """
     )
 

@@ -17,7 +17,7 @@ struct Send: ParsableCommand {
             --timeout (default 5 s) bounds each wait: for portd, for the name with --wait, for room \
             in the receiver's queue.
 
-            \(ExitStatus.helpText)
+            \(ExitStatus.verbHelpText)
             """
     )
 

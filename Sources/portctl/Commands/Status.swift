@@ -9,7 +9,7 @@ struct Status: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "status",
         abstract: "Show whether portd runs: version, pid, uptime and counters.",
-        discussion: ExitStatus.helpText
+        discussion: ExitStatus.verbHelpText
     )
 
     @OptionGroup var connection: ConnectionOptions

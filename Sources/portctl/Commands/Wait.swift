@@ -12,7 +12,7 @@ struct Wait: ParsableCommand {
         discussion: """
             Without --timeout, waits indefinitely.
 
-            \(ExitStatus.helpText)
+            \(ExitStatus.verbHelpText)
             """
     )
 

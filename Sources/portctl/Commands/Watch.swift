@@ -18,7 +18,7 @@ struct Watch: ParsableCommand {
             A watcher that falls behind (its queue full) is ended by portd: portctl prints the changes \
             queued before that, says how many it missed, and exits 75.
 
-            \(ExitStatus.helpText)
+            \(ExitStatus.verbHelpText)
             """
     )
 
