@@ -15,10 +15,17 @@
 import PortSystem
 import Synchronization
 
-public final class PCThread: Sendable {
+public final class PCThread: @unchecked Sendable {
+    // Safe to share: `identity` is immutable; `loopSlot` is read and written
+    // only with `loopLock` held. A pthread mutex (PortSystem's Lock), not
+    // Synchronization's Mutex: the loop made here is handed to another
+    // thread through this lock, and ThreadSanitizer sees the ordering a
+    // pthread mutex gives, not that of Mutex's contended path (futex calls
+    // inside the uninstrumented runtime), which it reported as a race.
     /// The thread's identity; only compared.
     package let identity: ThreadIdentity
-    private let loop = Mutex<PCRunLoop?>(nil)
+    private let loopLock = Lock()
+    private var loopSlot: PCRunLoop?
 
     private init(identity: ThreadIdentity) { self.identity = identity }
 
@@ -47,10 +54,10 @@ public final class PCThread: Sendable {
     /// the thread itself gets as `PCRunLoop.current`.
     public var runLoop: PCRunLoop {
         if isMainThread { return PCRunLoop.main }
-        return loop.withLock { slot in
-            if let l = slot { return l }
+        return loopLock.withLock {
+            if let l = loopSlot { return l }
             let l = PCRunLoop.make(owner: identity)
-            slot = l
+            loopSlot = l
             return l
         }
     }
