@@ -173,8 +173,10 @@ import PortTestSupport
             #expect(help.standardOutput.contains("USAGE:"))
             #expect(help.standardOutput.contains("--socket") || help.standardOutput.contains("status"))
         }
+        // The exit statuses: the table in portctl --help, a pointer to it in a verb's.
+        #expect(try runPortctl(["--help"]).standardOutput.contains("69\tportd is not running"))
         let statusHelp = try runPortctl(["status", "--help"])
-        #expect(statusHelp.standardOutput.contains("69"))
+        #expect(statusHelp.standardOutput.contains("`portctl --help`"), "\(statusHelp.standardOutput)")
     }
 
     @Test func usageErrorsExit64() throws {
