@@ -5,7 +5,10 @@
 // `reconnectAutomatically(in:delegate:)` the client watches its connection
 // on a run loop; when it closes, the delegate is told, and a timer on that
 // loop connects again every `retryInterval` until a portd answers at the
-// same socket path. Then the client registers its names again (and checks
+// same socket path, each attempt checking the socket's directory as the
+// first connection did (a per-user fallback directory under /tmp that is
+// not private, as one someone else made while portd was away would be, is
+// not connected to). Then the client registers its names again (and checks
 // its declared ports in again), each with the port the application already
 // holds: the port takes the new listening socket portd made, its existing
 // connections stay, and its handlers and delegate are unchanged, so nothing
@@ -138,9 +141,9 @@ extension PortNameServer {
         guard let r = state.withLock({ s in s.closed ? nil : s.reconnection }) else { return false }
         let fresh: SendRight
         do {
-            fresh = try Self.connect(socketPath, timeout: timeout, limits: limits)
+            fresh = try Self.connect(checking: location, timeout: timeout, limits: limits)
         } catch {
-            return true  // no portd yet
+            return true  // no portd yet (or a directory not to trust: never connected to)
         }
         let old = replaceConnection(with: fresh)
         old.invalidate()

@@ -44,6 +44,8 @@ import Synchronization
 public final class PortNameServer: Sendable {
     /// The control socket's path.
     public let socketPath: String
+    /// Where the socket is and how that was decided (for the directory check).
+    let location: DaemonSocketLocation
     /// The bound of each request (and of the connect): no reply within it is `.timedOut`.
     public let timeout: Duration
     /// The connection to portd and the relay of its loss; replaced when
@@ -80,15 +82,26 @@ public final class PortNameServer: Sendable {
     public init(
         location: DaemonSocketLocation, timeout: Duration = .seconds(5), limits: PortLimits = .default
     ) throws(NameServerError) {
+        self.location = location
+        self.socketPath = location.path
+        self.timeout = timeout
+        self.limits = limits
+        self.connection = Mutex(Connection(control: try Self.connect(checking: location, timeout: timeout, limits: limits)))
+    }
+
+    /// Checks the socket's directory (the per-user fallback under /tmp must
+    /// be private: DaemonDirectory), then connects. Every connection, the
+    /// first and each reconnection, goes through here: a directory someone
+    /// else made while portd was away is refused, not trusted.
+    static func connect(
+        checking location: DaemonSocketLocation, timeout: Duration, limits: PortLimits
+    ) throws(NameServerError) -> SendRight {
         do {
             try DaemonDirectory.check(location, userID: CurrentProcess.userID)
         } catch {
             throw .untrustedDirectory(error.description)
         }
-        self.socketPath = location.path
-        self.timeout = timeout
-        self.limits = limits
-        self.connection = Mutex(Connection(control: try Self.connect(location.path, timeout: timeout, limits: limits)))
+        return try connect(location.path, timeout: timeout, limits: limits)
     }
 
     /// Connects to the portd this process's environment names: PORTD_SOCKET,
@@ -167,7 +180,7 @@ public final class PortNameServer: Sendable {
     /// A blocking connect bounded by SO_SNDTIMEO (the only way AF_UNIX
     /// offers to wait for room in a full backlog), then a non-blocking
     /// socket for the port layer.
-    static func connect(_ path: String, timeout: Duration, limits: PortLimits) throws(NameServerError) -> SendRight {
+    private static func connect(_ path: String, timeout: Duration, limits: PortLimits) throws(NameServerError) -> SendRight {
         func mapped(_ error: SystemCallError) -> NameServerError {
             switch error.errno {
             case .noSuchFileOrDirectory, .notDirectory, .connectionRefused: .notRunning(socket: path)

@@ -184,6 +184,9 @@ public final class PCRunLoop: @unchecked Sendable {
         return loop
     }
 
+    // A lazily initialized static (swift_once: once, from whichever thread
+    // asks first, with the ordering ThreadSanitizer sees), not a slot behind
+    // Synchronization's Mutex, whose contended path it cannot see.
     /// The process's main thread's run loop (`+[NSRunLoop mainRunLoop]`,
     /// `CFRunLoopGetMain`), created on first use from any thread; the same
     /// object as `current` on the main thread. Only the main thread runs it;
@@ -195,9 +198,6 @@ public final class PCRunLoop: @unchecked Sendable {
     /// jobs) run while the main thread runs this loop in a common mode, and
     /// the common modes of the main loop are never empty (as in CF, where
     /// `RunLoop.main.run()` does not return).
-    // A lazily initialized static (swift_once: once, from whichever thread
-    // asks first, with the ordering ThreadSanitizer sees), not a slot behind
-    // Synchronization's Mutex, whose contended path it cannot see.
     public static let main: PCRunLoop = make(owner: .main, isMain: true)
 
     package static func make(owner: ThreadIdentity, isMain: Bool = false) -> PCRunLoop {

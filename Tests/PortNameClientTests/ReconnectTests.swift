@@ -118,4 +118,50 @@ private final class ReconnectRecorder: PortNameServerDelegate {
         loop.stop()
         thread.join()
     }
+
+    /// A reconnection checks the socket's directory as the first connection
+    /// did: while the per-user fallback directory is not private (someone
+    /// else could have made it while portd was away), the client does not
+    /// connect, however often its retry timer fires; once it is private
+    /// again, it does.
+    @Test func aReconnectionChecksTheDirectoryAgain() throws {
+        let dir = try TemporaryDirectory()
+        let privateDirectory = dir.appending("portd-private")
+        #expect(try FileSystem.makeDirectory(privateDirectory, permissions: 0o700))
+        try FileSystem.setPermissions(privateDirectory, 0o700)
+        let socket = privateDirectory + "/portd.sock"
+        let first = try DaemonProcess.started(socket: socket)
+        let client = try PortNameServer(
+            location: DaemonSocketLocation(path: socket, origin: .userFallback), timeout: .seconds(10))
+        let thread = LoopThread { loop in loop.runUntilStopped() }
+        let loop = thread.loop!
+        // Counts the passes the retry timer causes, to know it has tried.
+        let passes = Atomic<Int>(0)
+        let tried = Completion()
+        loop.add(RunLoopObserver(activities: .afterWaiting, repeats: true) { _, _ in
+            if passes.add(1, ordering: .relaxed).newValue == 20 { tried.signal() }
+        }, forMode: .default)
+        let recorder = ReconnectRecorder()
+        try client.reconnectAutomatically(in: loop, retryInterval: .milliseconds(10), delegate: recorder)
+        let port = PCPort { _ in nil }
+        try loop.add(port, forMode: .default)
+        #expect(try client.register(port, name: "org.example.guarded"))
+        thread.go()
+
+        _ = try first.stop(with: SIGKILL)
+        #expect(recorder.lost.wait(timeout: .seconds(10)))
+        try FileSystem.setPermissions(privateDirectory, 0o777)
+        let second = try DaemonProcess.started(socket: socket)
+        passes.store(0, ordering: .relaxed)
+        #expect(tried.wait(timeout: .seconds(30)), "the retry timer never fired")
+        #expect(!recorder.reconnected.wait(timeout: .zero), "reconnected through a directory that is not private")
+        let probe = try second.client()
+        #expect(try probe.status().clients == 1, "only the probe is connected")
+        try FileSystem.setPermissions(privateDirectory, 0o700)
+        #expect(recorder.reconnected.wait(timeout: .seconds(10)))
+        #expect(recorder.outcomes.withLock { $0 } == ["org.example.guarded": "registered"])
+        client.invalidate()
+        loop.stop()
+        thread.join()
+    }
 }
