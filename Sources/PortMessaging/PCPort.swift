@@ -268,6 +268,14 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
         if notify { h?(id) }
     }
 
+    /// Closes connection `id` as if its peer had hung up (the disconnect
+    /// handler is told); nothing when there is no such connection. For a
+    /// server that ends a client's connection after answering it. Any thread.
+    package func closeConnection(_ id: UInt64) {
+        guard let source = lock.withLock({ connections[id] }) else { return }
+        dropConnection(source, id: id)
+    }
+
     /// Makes this port receive, from now on, the connections made to the
     /// listening socket of `other` (a port the name server created), which
     /// `other` gives up (it is invalidated without closing the socket). So

@@ -45,6 +45,8 @@ public enum NameServerError: Error, Sendable, CustomStringConvertible {
     case daemonFailure(String)
     /// portd's reply does not follow the protocol.
     case protocolError(String)
+    /// portd speaks no protocol version this client speaks.
+    case unsupportedVersion(String)
     /// The connection failed underneath (a system call, a malformed record).
     case transport(PortError)
 
@@ -64,6 +66,7 @@ public enum NameServerError: Error, Sendable, CustomStringConvertible {
         case .badRequest(let message): "portd did not understand the request: \(message)"
         case .daemonFailure(let message): "portd failed: \(message)"
         case .protocolError(let message): "unexpected reply from portd: \(message)"
+        case .unsupportedVersion(let message): "portd speaks another protocol version: \(message)"
         case .transport(let error): error.description
         }
     }

@@ -1,8 +1,8 @@
 // NameServerReply+Client: a reply of portd as the client takes it: from the
-// message SendRight.request returned, with what does not follow the
-// protocol as NameServerError.protocolError, and the protocol's error words
-// as the NameServerError a caller branches on. PortNameServer decides what
-// the other words mean for the request it made.
+// message the control channel matched to its request, with what does not
+// follow the protocol as NameServerError.protocolError, and the protocol's
+// error words as the NameServerError a caller branches on. PortNameServer
+// decides what the other errors mean for the request it made.
 
 import PortMessaging
 import PortNameProtocol
@@ -11,8 +11,8 @@ import PortWire
 extension NameServerReply where Port == SendRight {
     /// Takes apart the reply `message`.
     package init(_ message: PCPortMessage) throws(NameServerError) {
-        do {
-            try self.init(parsing: message.nameServerComponents, msgid: message.msgid)
+        do throws(NameServerProtocol.Violation) {
+            try self.init(msgid: message.msgid, components: message.nameServerComponents)
         } catch {
             throw NameServerError(error)
         }
@@ -20,24 +20,27 @@ extension NameServerReply where Port == SendRight {
 }
 
 extension NameServerReply {
-    /// The error this reply stands for, when its word is one of the
-    /// protocol's errors that fail a request ("not-found" and "timeout"
-    /// are answers to LOOKUP and OWNER instead).
+    /// The error this reply stands for, when it is an ERROR that fails any
+    /// request ("not-found", "timeout", "not-owner", "already-owned" and
+    /// "not-declared" are answers the request's method turns into outcomes).
     var failure: NameServerError? {
         guard let (word, message) = error else { return nil }
-        switch word {
+        switch NameServerProtocol.ErrorWord(rawValue: word) {
         case .invalidName: return .invalidName(message)
         case .denied: return .denied(message)
         case .limit: return .limit(message)
-        case .badRequest: return .badRequest(message)
+        case .badRequest, .helloRequired: return .badRequest(message)
+        case .unsupportedVersion: return .unsupportedVersion(message)
         case .internal: return .daemonFailure(message)
         default: return nil
         }
     }
 
-    /// The error for a word the request does not expect.
+    /// The error for a reply the request does not expect.
     package func unexpected(for request: String) -> NameServerError {
-        failure ?? .protocolError("\"\(word)\" is not an answer to \(request)")
+        if let failure { return failure }
+        if let (word, message) = error { return .protocolError("\"\(word)\" (\(message)) is not an answer to \(request)") }
+        return .protocolError("an unexpected reply to \(request)")
     }
 }
 
@@ -57,12 +60,11 @@ extension NameServerError {
     }
 }
 
-extension NameOwnerChange {
-    /// Parses the message portd sends a watcher.
+extension NameServerNotification where Port == SendRight {
+    /// Reads a message that came to a port of the client.
     package init(_ message: PCPortMessage) throws(NameServerError) {
-        let texts = message.components.map(\.string)
         self = try NameServerError.parsing { () throws(NameServerProtocol.Violation) in
-            try NameOwnerChange(msgid: message.msgid, texts: texts)
+            try NameServerNotification(msgid: message.msgid, components: message.nameServerComponents)
         }
     }
 }

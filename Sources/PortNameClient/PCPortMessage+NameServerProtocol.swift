@@ -13,9 +13,15 @@ import PortNameProtocol
 import PortWire
 
 extension PCPortMessage {
-    /// The reply `reply` to the request with `msgid`.
-    package init(msgid: UInt32, reply: NameServerReply<SendRight>) {
-        self.init(msgid: msgid, components: reply.components.map(Self.component))
+    /// The reply `reply` (REPLY or ERROR).
+    package init(reply: NameServerReply<SendRight>) {
+        self.init(msgid: reply.msgid, components: reply.components.map(Self.component))
+    }
+
+    /// A request: `msgid`, then "serial=N" and `fields`.
+    package init(request msgid: UInt32, serial: UInt32, _ fields: [NameServerField]) {
+        let record = NameServerRecord<SendRight>([NameServerField(NameServerProtocol.Field.serial, serial)] + fields)
+        self.init(msgid: msgid, components: record.components.map(Self.component))
     }
 
     /// The notification `notification`, with its own msgid.

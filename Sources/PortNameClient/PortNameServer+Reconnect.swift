@@ -139,7 +139,7 @@ extension PortNameServer {
     /// One attempt; true while another is needed.
     private func attemptReconnection() -> Bool {
         guard let r = state.withLock({ s in s.closed ? nil : s.reconnection }) else { return false }
-        let fresh: SendRight
+        let fresh: Connection
         do {
             fresh = try Self.connect(checking: location, timeout: timeout, limits: limits)
         } catch {
@@ -210,10 +210,10 @@ extension PortNameServer {
     }
 
     /// Swaps the connection; returns the old one.
-    private func replaceConnection(with fresh: SendRight) -> SendRight {
+    private func replaceConnection(with fresh: Connection) -> SendRight {
         connection.withLock { c in
             let old = c.control
-            c = Connection(control: fresh)
+            c = fresh
             return old
         }
     }

@@ -57,17 +57,16 @@ extension PortNameServer {
         port.setHandler { [weak port] message in
             if message.msgid == NameServerProtocol.MessageID.watchOverflow {
                 var missed = 0
-                if case .watchOverflow(let n)? = try? NameServerNotification<SendRight>(
-                    msgid: message.msgid, components: message.nameServerComponents)
-                {
-                    missed = n
-                }
+                if case .watchOverflow(_, let n)? = try? NameServerNotification(message) { missed = n }
                 port?.invalidate()
                 onError?(.watchOverflow(missed: missed))
                 return nil
             }
             do throws(NameServerError) {
-                handler(try NameOwnerChange(message))
+                guard case .ownerChanged(_, let change) = try NameServerNotification(message) else {
+                    throw .protocolError("msgid 0x\(String(message.msgid, radix: 16)) on a watcher's port")
+                }
+                handler(change)
             } catch {
                 onError?(error)
             }
@@ -81,16 +80,16 @@ extension PortNameServer {
             port.invalidate()
             throw .transport(error)
         }
-        var message = PCPortMessage(msgid: NameServerProtocol.MessageID.watch, strings: name.map { [$0] } ?? [])
-        message.replyPort = right
         let reply: NameServerReply<SendRight>
         do {
-            reply = try exchange(message, what: "WATCH \(name ?? "(all names)")")
+            reply = try exchange(
+                NameServerProtocol.MessageID.watch, name.map { [NameServerField(NameServerProtocol.Field.name, $0)] } ?? [],
+                replyPort: right, what: "WATCH \(name ?? "(all names)")")
         } catch {
             port.invalidate()
             throw error
         }
-        guard reply.replyWord == .watching else {
+        guard !reply.isError else {
             port.invalidate()
             throw reply.unexpected(for: "WATCH")
         }

@@ -10,10 +10,11 @@
 // A client told to `reconnectAutomatically` replaces its connection when
 // portd goes and comes back, and registers its names again
 // (PortNameServer+Reconnect).
-// Every request is a port message with REPLY_EXPECTED, sent by
-// SendRight.request on the calling thread's run loop; portd answers each
-// with one record, in order, and one request is in flight at a time
-// (SendRight serialises them).
+// Every request is a port message with REPLY_EXPECTED whose first field is
+// its serial; the connection opens with HELLO (protocol 1.0). Requests from
+// any number of threads overlap on the one connection (ControlChannel
+// matches each reply to its request by serial), so a lookup that waits for
+// a name does not hold up the others.
 //
 // Lookup cache: a right found by `lookup` is kept per name and handed out
 // again while its port lives; before reusing one, poll(2) asks the kernel
@@ -55,9 +56,15 @@ public final class PortNameServer: Sendable {
     package let state = Mutex(State())
 
     struct Connection {
-        var control: SendRight
+        var control: SendRight { channel.right }
+        var channel: ControlChannel
+        /// portd's answer to HELLO on this connection.
+        var hello: NameServerHello
         var lossRelay = ConnectionLossRelay()
     }
+
+    /// What portd said in HELLO: the protocol version, its limits and features.
+    public var daemonHello: NameServerHello { connection.withLock { $0.hello } }
 
     /// The current connection to portd.
     private var control: SendRight { connection.withLock { $0.control } }
@@ -86,7 +93,7 @@ public final class PortNameServer: Sendable {
         self.socketPath = location.path
         self.timeout = timeout
         self.limits = limits
-        self.connection = Mutex(Connection(control: try Self.connect(checking: location, timeout: timeout, limits: limits)))
+        self.connection = Mutex(try Self.connect(checking: location, timeout: timeout, limits: limits))
     }
 
     /// Checks the socket's directory (the per-user fallback under /tmp must
@@ -95,13 +102,33 @@ public final class PortNameServer: Sendable {
     /// else made while portd was away is refused, not trusted.
     static func connect(
         checking location: DaemonSocketLocation, timeout: Duration, limits: PortLimits
-    ) throws(NameServerError) -> SendRight {
+    ) throws(NameServerError) -> Connection {
         do {
             try DaemonDirectory.check(location, userID: CurrentProcess.userID)
         } catch {
             throw .untrustedDirectory(error.description)
         }
-        return try connect(location.path, timeout: timeout, limits: limits)
+        let right = try connect(location.path, timeout: timeout, limits: limits)
+        let channel = ControlChannel(right: right, limits: limits)
+        do {
+            let hello = try greet(channel, socketPath: location.path, timeout: timeout)
+            return Connection(channel: channel, hello: hello)
+        } catch {
+            right.invalidate()
+            throw error
+        }
+    }
+
+    /// HELLO: agrees on the protocol version.
+    private static func greet(_ channel: ControlChannel, socketPath: String, timeout: Duration) throws(NameServerError)
+        -> NameServerHello
+    {
+        let reply = try exchange(
+            on: channel, NameServerProtocol.MessageID.hello,
+            NameServerProtocol.versions.map { NameServerField(NameServerProtocol.Field.version, $0) }, replyPort: nil,
+            what: "HELLO", socketPath: socketPath, timeout: timeout, receiveTimeout: timeout)
+        if reply.isError { throw reply.unexpected(for: "HELLO") }
+        return try NameServerError.parsing { () throws(NameServerProtocol.Violation) in try NameServerHello(reply: reply) }
     }
 
     /// Connects to the portd this process's environment names: PORTD_SOCKET,
@@ -211,34 +238,42 @@ public final class PortNameServer: Sendable {
 
     // MARK: The exchange
 
-    /// Sends one request and returns portd's reply, taken apart.
+    /// Sends one request (`msgid`, its serial, `fields`) and returns
+    /// portd's reply, taken apart.
     package func exchange(
-        _ message: PCPortMessage, what: String, receiveTimeout: Duration? = nil
+        _ msgid: UInt32, _ fields: [NameServerField], replyPort: SendRight? = nil, what: String,
+        receiveTimeout: Duration? = nil
     ) throws(NameServerError) -> NameServerReply<SendRight> {
-        let result: RequestResult
-        do {
-            result = try control.request(message, sendTimeout: timeout, receiveTimeout: receiveTimeout ?? timeout)
-        } catch {
-            if case .invalidated = error { throw .connectionLost }
-            throw .transport(error)
-        }
-        switch result {
+        let channel = connection.withLock { $0.channel }
+        return try Self.exchange(
+            on: channel, msgid, fields, replyPort: replyPort, what: what, socketPath: socketPath, timeout: timeout,
+            receiveTimeout: receiveTimeout ?? timeout)
+    }
+
+    private static func exchange(
+        on channel: ControlChannel, _ msgid: UInt32, _ fields: [NameServerField], replyPort: SendRight?, what: String,
+        socketPath: String, timeout: Duration, receiveTimeout: Duration
+    ) throws(NameServerError) -> NameServerReply<SendRight> {
+        let serial = channel.makeSerial()
+        var message = PCPortMessage(request: msgid, serial: serial, fields)
+        message.replyPort = replyPort
+        switch try channel.request(message, serial: serial, sendTimeout: timeout, receiveTimeout: receiveTimeout) {
         case .reply(let reply): return try NameServerReply(reply)
         case .sendTimedOut:
             throw .timedOut("portd at \(socketPath) took no request within \(Self.seconds(timeout)) (sending \(what))")
         case .receiveTimedOut:
-            throw .timedOut("portd at \(socketPath) did not answer \(what) within \(Self.seconds(receiveTimeout ?? timeout))")
-        case .invalidPort: throw .connectionLost
+            throw .timedOut("portd at \(socketPath) did not answer \(what) within \(Self.seconds(receiveTimeout))")
         }
     }
 
     private func request(
-        _ msgid: UInt32, _ strings: [String], what: String, replyPort: SendRight? = nil, receiveTimeout: Duration? = nil
+        _ msgid: UInt32, _ fields: [NameServerField], what: String, replyPort: SendRight? = nil,
+        receiveTimeout: Duration? = nil
     ) throws(NameServerError) -> NameServerReply<SendRight> {
-        var message = PCPortMessage(msgid: msgid, strings: strings)
-        message.replyPort = replyPort
-        return try exchange(message, what: what, receiveTimeout: receiveTimeout)
+        try exchange(msgid, fields, replyPort: replyPort, what: what, receiveTimeout: receiveTimeout)
     }
+
+    private typealias F = NameServerProtocol.Field
 
     /// "5 s", "0.25 s": a duration for messages.
     package static func seconds(_ d: Duration) -> String {
@@ -268,22 +303,22 @@ public final class PortNameServer: Sendable {
     /// portd's version, pid, uptime and counters.
     public func status() throws(NameServerError) -> NameServerStatus {
         let reply = try request(NameServerProtocol.MessageID.status, [], what: "STATUS")
-        guard reply.replyWord == .ok else { throw reply.unexpected(for: "STATUS") }
+        guard !reply.isError else { throw reply.unexpected(for: "STATUS") }
         return try NameServerError.parsing { () throws(NameServerProtocol.Violation) in try NameServerStatus(reply) }
     }
 
     /// Every registered name with its owner, in portd's order.
     public func list() throws(NameServerError) -> [NameEntry] {
         var entries: [NameEntry] = []
-        var after: [String] = []
+        var after: [NameServerField] = []
         while true {
             let reply = try request(NameServerProtocol.MessageID.list, after, what: "LIST")
-            guard reply.replyWord == .ok else { throw reply.unexpected(for: "LIST") }
+            guard !reply.isError else { throw reply.unexpected(for: "LIST") }
             let page = try NameServerError.parsing { () throws(NameServerProtocol.Violation) in try reply.listPage() }
             entries += page.entries
             // The reply did not hold every name: ask for those after the last one.
             guard page.more, let last = entries.last else { return entries }
-            after = [NameServerProtocol.field(NameServerProtocol.Field.after, last.name)]
+            after = [NameServerField(F.after, last.name)]
         }
     }
 
@@ -302,10 +337,10 @@ public final class PortNameServer: Sendable {
             var result: NameOwner?
             while true {
                 let from = result?.queued.count ?? 0
-                let words = from == 0 ? [name] : [name, NameServerProtocol.field(NameServerProtocol.Field.from, from)]
-                let reply = try request(NameServerProtocol.MessageID.owner, words, what: "OWNER \(name)")
-                switch reply.replyWord {
-                case .ok:
+                let fields = [NameServerField(F.name, name)] + (from == 0 ? [] : [NameServerField(F.from, from)])
+                let reply = try request(NameServerProtocol.MessageID.owner, fields, what: "OWNER \(name)")
+                switch reply.errorWord {
+                case nil where !reply.isError:
                     break
                 case .notFound:
                     if result == nil || attempt >= Self.ownerAttempts { return nil }
@@ -314,7 +349,7 @@ public final class PortNameServer: Sendable {
                     throw reply.unexpected(for: "OWNER")
                 }
                 let page = try NameServerError.parsing { () throws(NameServerProtocol.Violation) in
-                    try NameOwner(name: name, reply: reply)
+                    try NameOwner(reply: reply)
                 }
                 if let first = result {
                     if first.owner != page.owner || first.sinceMilliseconds != page.sinceMilliseconds {
@@ -326,7 +361,7 @@ public final class PortNameServer: Sendable {
                     result = page
                 }
                 // A page that names nobody cannot move on: the queue ended.
-                guard reply.ownerContinues, !page.queued.isEmpty else { return result }
+                guard reply.more, !page.queued.isEmpty else { return result }
             }
         }
     }
@@ -358,15 +393,15 @@ public final class PortNameServer: Sendable {
             let port = PCPort(limits: limits)
             let limits = self.limits
             port.setHandler { [weak self, weak port] message in
-                switch try? NameServerNotification(msgid: message.msgid, components: message.nameServerComponents) {
-                case .acquired(_, let right):
+                switch try? NameServerNotification(message) {
+                case .acquired(_, _, let right):
                     guard let onAcquire, let acquired = try? Self.receivePort(from: right, limits: limits) else { return nil }
                     if onLost == nil, let port {
                         _ = self?.state.withLock { $0.acquisitions.removeValue(forKey: ObjectIdentifier(port)) }
                         port.invalidate()
                     }
                     onAcquire(acquired)
-                case .lost(_, let newOwner):
+                case .lost(_, _, let newOwner):
                     guard let onLost else { return nil }
                     if let port {
                         _ = self?.state.withLock { $0.acquisitions.removeValue(forKey: ObjectIdentifier(port)) }
@@ -386,14 +421,16 @@ public final class PortNameServer: Sendable {
             notifier = port
         }
         let reply = try request(
-            NameServerProtocol.MessageID.register, [name] + options.words, what: "REGISTER \(name)",
+            NameServerProtocol.MessageID.register,
+            [NameServerField(F.name, name)] + options.words.map { NameServerField(F.option, $0) }, what: "REGISTER \(name)",
             replyPort: notifierRight)
         notifierRight = nil
-        switch reply.replyWord {
+        let result = reply.isError ? nil : reply.value(F.result).flatMap(NameServerProtocol.RegisterResult.init(rawValue:))
+        switch result {
         case .registered:
             guard let right = reply.ports.first else {
                 notifier?.invalidate()
-                throw .protocolError("\"registered\" without a port")
+                throw .protocolError("a REGISTER reply without a port")
             }
             if onLost != nil, let notifier {
                 // Kept to hear NAME_LOST, until it comes or this client closes.
@@ -418,21 +455,22 @@ public final class PortNameServer: Sendable {
                 throw .transport(error)
             }
             return .queued
-        case .alreadyOwned:
+        case nil:
             notifier?.invalidate()
-            return .alreadyOwned(try NameServerError.parsing { () throws(NameServerProtocol.Violation) in try reply.process() })
-        default:
-            notifier?.invalidate()
-            throw reply.unexpected(for: "REGISTER")
+            guard reply.errorWord == .alreadyOwned else { throw reply.unexpected(for: "REGISTER") }
+            return .alreadyOwned(
+                try NameServerError.parsing { () throws(NameServerProtocol.Violation) in
+                    try reply.record.owner(F.owner, in: "already-owned")
+                })
         }
     }
 
     /// Gives `name` up (or leaves its queue).
     public func release(_ name: String) throws(NameServerError) -> ReleaseOutcome {
         try Self.checkName(name)
-        let reply = try request(NameServerProtocol.MessageID.release, [name], what: "RELEASE \(name)")
-        switch reply.replyWord {
-        case .released:
+        let reply = try request(NameServerProtocol.MessageID.release, [NameServerField(F.name, name)], what: "RELEASE \(name)")
+        switch reply.errorWord {
+        case nil where !reply.isError:
             state.withLock { _ = $0.kept.removeValue(forKey: name) }
             return .released
         case .notOwner: return .notOwner
@@ -444,10 +482,10 @@ public final class PortNameServer: Sendable {
     /// check-in). Only the declared owner may; anyone else gets `.denied`.
     public func checkIn(declaredName name: String) throws(NameServerError) -> DeclaredCheckInOutcome {
         try Self.checkName(name)
-        let reply = try request(NameServerProtocol.MessageID.checkIn, [name], what: "CHECKIN \(name)")
-        switch reply.replyWord {
-        case .checkedIn:
-            guard let right = reply.ports.first else { throw .protocolError("\"checked-in\" without a port") }
+        let reply = try request(NameServerProtocol.MessageID.checkIn, [NameServerField(F.name, name)], what: "CHECKIN \(name)")
+        switch reply.errorWord {
+        case nil where !reply.isError:
+            guard let right = reply.ports.first else { throw .protocolError("a CHECKIN reply without a port") }
             let port = try Self.receivePort(from: right, limits: limits)
             keep(name, port, .checkedIn)
             return .checkedIn(port)
@@ -464,19 +502,23 @@ public final class PortNameServer: Sendable {
     /// for the name to appear (nil or zero: no wait). Not cached.
     public func resolve(_ name: String, wait: Duration? = nil) throws(NameServerError) -> LookupOutcome {
         try Self.checkName(name)
-        var strings = [name]
+        var fields = [NameServerField(F.name, name)]
         var receiveTimeout = timeout
         if let wait, wait > .zero {
             let ms = max(1, (wait.nanosecondsClamped + 999_999) / 1_000_000)
-            strings.append(NameServerProtocol.field(NameServerProtocol.Field.waitMilliseconds, ms))
+            fields.append(NameServerField(F.waitMilliseconds, ms))
             receiveTimeout = wait + timeout
         }
         let reply = try request(
-            NameServerProtocol.MessageID.lookup, strings, what: "LOOKUP \(name)", receiveTimeout: receiveTimeout)
-        switch reply.replyWord {
-        case .found:
-            guard let right = reply.ports.first else { throw .protocolError("\"found\" without a port") }
-            return .found(right, owner: try NameServerError.parsing { () throws(NameServerProtocol.Violation) in try reply.process() })
+            NameServerProtocol.MessageID.lookup, fields, what: "LOOKUP \(name)", receiveTimeout: receiveTimeout)
+        switch reply.errorWord {
+        case nil where !reply.isError:
+            guard let right = reply.ports.first else { throw .protocolError("a LOOKUP reply without a port") }
+            return .found(
+                right,
+                owner: try NameServerError.parsing { () throws(NameServerProtocol.Violation) in
+                    try reply.record.owner(F.owner, in: "the LOOKUP reply")
+                })
         case .notFound: return .notFound
         case .timeout: return .timedOut
         default: throw reply.unexpected(for: "LOOKUP")

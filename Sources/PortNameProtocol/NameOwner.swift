@@ -1,27 +1,43 @@
 // NameOwner: who owns a name, as the name server reports it (OWNER, LIST,
 // LOOKUP, REGISTER, NAME_OWNER_CHANGED, NAME_LOST): a process (pid and uid
-// as portd saw them with SO_PEERCRED when the owner connected), since when
-// (Unix time, ms), and the queue of processes waiting for the name, first
-// in line first. The one owner type of client and daemon, with the owner
-// encodings of the protocol, each written and read here only:
-//   - "pid=P" and "uid=U" fields (found, already-owned, OWNER, NAME_LOST),
-//   - "pid=P,uid=U" (NAME_OWNER_CHANGED's OLD and NEW),
-//   - "P:U" (OWNER's queued= entries),
-//   - "NAME\tPID\tUID\tSINCE_UNIX_MS\tQUEUED_COUNT" (a LIST line).
+// from the kernel's credentials of the request that got the name, and the
+// client, portd's number for the owner's connection), since when (Unix
+// time, ms), and the queue of clients waiting for the name, first in line
+// first. The one owner type of client and daemon, with the protocol's one
+// encoding of an owner, written and read here only: "PID:UID:CLIENT", in
+// every reply and event ("owner=", "queued=", "old=", "new=").
 
 /// A name's owner and its queue (OWNER).
 public struct NameOwner: Sendable, Hashable {
-    /// A process that owns or waits for a name.
+    /// A client that owns or waits for a name.
     public struct Process: Sendable, Hashable, CustomStringConvertible {
         public var pid: Int32
         public var uid: UInt32
+        /// portd's number for the client's connection (HELLO's "client="),
+        /// 0 for portd itself (a declared port). Unique while portd runs.
+        public var client: UInt64
 
-        public init(pid: Int32, uid: UInt32) {
+        public init(pid: Int32, uid: UInt32, client: UInt64 = 0) {
             self.pid = pid
             self.uid = uid
+            self.client = client
         }
 
         public var description: String { "pid \(pid) uid \(uid)" }
+
+        /// "PID:UID:CLIENT", the protocol's encoding of an owner.
+        public var encoded: String { "\(pid):\(uid):\(client)" }
+
+        /// Reads "PID:UID:CLIENT".
+        public init?(encoded text: String) {
+            let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+            guard parts.count == 3, let pid = Int32(parts[0]), let uid = UInt32(parts[1]), let client = UInt64(parts[2])
+            else { return nil }
+            self.init(pid: pid, uid: uid, client: client)
+        }
+
+        /// The same process, whatever its connection (pid and uid only).
+        public func isSameProcess(as other: Process) -> Bool { pid == other.pid && uid == other.uid }
     }
 
     public var name: String
@@ -29,87 +45,103 @@ public struct NameOwner: Sendable, Hashable {
     public var owner: Process
     /// When the owner got the name, in milliseconds since the Unix epoch.
     public var sinceMilliseconds: UInt64
-    /// The processes queued for the name, in order.
+    /// The clients queued for the name, in order.
     public var queued: [Process]
+    /// How many clients wait for the name (the whole queue, where
+    /// `queued` may hold only a page of it).
+    public var queueLength: Int
+    /// A port declared in portd's configuration (owned by portd).
+    public var isDeclared: Bool
+    /// For a declared port: the pid of the service that last checked in.
+    public var checkedInPID: Int32?
 
-    public init(name: String, owner: Process, sinceMilliseconds: UInt64, queued: [Process]) {
+    public init(
+        name: String, owner: Process, sinceMilliseconds: UInt64, queued: [Process], queueLength: Int? = nil,
+        isDeclared: Bool = false, checkedInPID: Int32? = nil
+    ) {
         self.name = name
         self.owner = owner
         self.sinceMilliseconds = sinceMilliseconds
         self.queued = queued
+        self.queueLength = queueLength ?? queued.count
+        self.isDeclared = isDeclared
+        self.checkedInPID = checkedInPID
     }
 
-    /// Reads an OWNER reply whose word is "ok": the owner of `name`.
-    package init<Port>(name: String, reply: NameServerReply<Port>) throws(NameServerProtocol.Violation) {
+    /// "declared=1" and "checked_in=PID" where they apply.
+    var declaredFields: [NameServerField] {
         typealias F = NameServerProtocol.Field
+        guard isDeclared else { return [] }
+        return [.init(F.declared, 1)] + (checkedInPID.map { [NameServerField(F.checkedIn, $0)] } ?? [])
+    }
+
+    /// Reads a successful OWNER reply.
+    package init<Port>(reply: NameServerReply<Port>) throws(NameServerProtocol.Violation) {
+        typealias F = NameServerProtocol.Field
+        let r = reply.record
         var queued: [Process] = []
-        for q in reply.fields(F.queued) {
-            guard let p = Process(colonPair: q) else { throw .init("\(F.queued)=\(q)") }
+        for q in r.values(F.queued) {
+            guard let p = Process(encoded: q) else { throw .init("\(F.queued)=\(q) is not PID:UID:CLIENT") }
             queued.append(p)
         }
-        self.init(name: name, owner: try reply.process(), sinceMilliseconds: try reply.integer(F.since), queued: queued)
+        guard let name = r.value(F.name) else { throw .init("the OWNER reply lacks \(F.name)=") }
+        self.init(
+            name: name, owner: try r.owner(F.owner, in: "the OWNER reply"),
+            sinceMilliseconds: try r.integer(F.since, in: "the OWNER reply"), queued: queued,
+            queueLength: try r.integer(F.queueLength, in: "the OWNER reply"), isDeclared: r.value(F.declared) == "1",
+            checkedInPID: r.value(F.checkedIn).flatMap { Int32($0) })
     }
 }
 
-/// The owner encodings of the protocol.
-extension NameOwner.Process {
-    /// "pid=P" and "uid=U", two fields of a reply or of NAME_LOST.
-    var fields: [String] {
-        [NameServerProtocol.field(NameServerProtocol.Field.pid, pid), NameServerProtocol.field(NameServerProtocol.Field.uid, uid)]
-    }
-
-    /// "pid=P,uid=U": an owner in NAME_OWNER_CHANGED.
-    var ownerField: String { fields.joined(separator: ",") }
-
-    /// Reads "pid=P,uid=U" (the parts in any order).
-    package init?(ownerField text: String) {
-        var pid: Int32?
-        var uid: UInt32?
-        for part in text.split(separator: ",").map(String.init) {
-            if let v = NameServerProtocol.value(ofField: NameServerProtocol.Field.pid, in: part) { pid = Int32(v) }
-            if let v = NameServerProtocol.value(ofField: NameServerProtocol.Field.uid, in: part) { uid = UInt32(v) }
-        }
-        guard let pid, let uid else { return nil }
-        self.init(pid: pid, uid: uid)
-    }
-
-    /// "P:U": a queued process in OWNER.
-    package var colonPair: String { "\(pid):\(uid)" }
-
-    /// Reads "P:U".
-    package init?(colonPair text: String) {
-        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
-        guard parts.count == 2, let pid = Int32(parts[0]), let uid = UInt32(parts[1]) else { return nil }
-        self.init(pid: pid, uid: uid)
-    }
-}
-
-/// One row of LIST: a name, its owner, since when, how many wait for it.
+/// One entry of LIST: a name, its owner, since when, how many wait for it.
 public struct NameEntry: Sendable, Hashable {
     public var name: String
     public var owner: NameOwner.Process
     /// Milliseconds since the Unix epoch.
     public var sinceMilliseconds: UInt64
     public var queuedCount: Int
+    /// A port declared in portd's configuration (owned by portd).
+    public var isDeclared: Bool
+    /// For a declared port: the pid of the service that last checked in.
+    public var checkedInPID: Int32?
 
-    public init(name: String, owner: NameOwner.Process, sinceMilliseconds: UInt64, queuedCount: Int) {
+    public init(
+        name: String, owner: NameOwner.Process, sinceMilliseconds: UInt64, queuedCount: Int, isDeclared: Bool = false,
+        checkedInPID: Int32? = nil
+    ) {
         self.name = name
         self.owner = owner
         self.sinceMilliseconds = sinceMilliseconds
         self.queuedCount = queuedCount
+        self.isDeclared = isDeclared
+        self.checkedInPID = checkedInPID
     }
 
-    /// "NAME\tPID\tUID\tSINCE_UNIX_MS\tQUEUED_COUNT", the entry in a LIST reply.
-    package var listLine: String {
-        "\(name)\t\(owner.pid)\t\(owner.uid)\t\(sinceMilliseconds)\t\(queuedCount)"
+    /// The entry's fields in a LIST reply: "name=", "owner=", "since_ms=",
+    /// "queue_length=", and for a declared port "declared=1" and
+    /// "checked_in=PID" (once a service checked in).
+    package var fields: [NameServerField] {
+        typealias F = NameServerProtocol.Field
+        var f: [NameServerField] = [
+            .init(F.name, name), .init(F.owner, owner.encoded), .init(F.since, sinceMilliseconds),
+            .init(F.queueLength, queuedCount),
+        ]
+        if isDeclared {
+            f.append(.init(F.declared, 1))
+            if let checkedInPID { f.append(.init(F.checkedIn, checkedInPID)) }
+        }
+        return f
     }
 
-    /// Parses a LIST line (`listLine`).
-    package init?(listLine line: String) {
-        let f = line.split(separator: "\t", omittingEmptySubsequences: false)
-        guard f.count >= 5, let pid = Int32(f[1]), let uid = UInt32(f[2]), let since = UInt64(f[3]),
-            let queued = Int(f[4]), !f[0].isEmpty
-        else { return nil }
-        self.init(name: String(f[0]), owner: .init(pid: pid, uid: uid), sinceMilliseconds: since, queuedCount: queued)
+    /// Reads an entry's fields (`fields`; unknown keys are skipped).
+    package init(fields: [NameServerField]) throws(NameServerProtocol.Violation) {
+        typealias F = NameServerProtocol.Field
+        let r = NameServerRecord<Never>(fields)
+        guard let name = r.value(F.name) else { throw .init("a LIST entry lacks \(F.name)=") }
+        let what = "the LIST entry of \(name)"
+        self.init(
+            name: name, owner: try r.owner(F.owner, in: what), sinceMilliseconds: try r.integer(F.since, in: what),
+            queuedCount: try r.integer(F.queueLength, in: what), isDeclared: r.value(F.declared) == "1",
+            checkedInPID: r.value(F.checkedIn).flatMap { Int32($0) })
     }
 }

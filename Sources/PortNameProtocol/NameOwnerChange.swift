@@ -1,7 +1,8 @@
 // NameOwnerChange: a change of a name's owner, D-Bus's NameOwnerChanged,
-// as portd tells a watcher in NAME_OWNER_CHANGED: four text components,
-// NAME, EVENT, OLD and NEW, an owner written "pid=P,uid=U" or "" for none.
-// Written (`texts`) and read (`init(msgid:texts:)`) here only.
+// as portd tells a watcher in NAME_OWNER_CHANGED: the fields "name=",
+// "event=", and "old=" and "new=" (each an owner, "PID:UID:CLIENT", absent
+// when there is none). Written (`fields`) and read (`init(record:)`) here
+// only.
 
 /// A change of a name's owner (NAME_OWNER_CHANGED), D-Bus's NameOwnerChanged.
 public struct NameOwnerChange: Sendable, Hashable {
@@ -32,27 +33,27 @@ public struct NameOwnerChange: Sendable, Hashable {
         self.newOwner = newOwner
     }
 
-    /// NAME, EVENT, OLD, NEW: the components of NAME_OWNER_CHANGED.
-    var texts: [String] {
-        [name, event.description, oldOwner?.ownerField ?? "", newOwner?.ownerField ?? ""]
+    /// The fields of NAME_OWNER_CHANGED after the serial.
+    var fields: [NameServerField] {
+        typealias F = NameServerProtocol.Field
+        var f: [NameServerField] = [.init(F.name, name), .init(F.event, event.description)]
+        if let oldOwner { f.append(.init(F.old, oldOwner.encoded)) }
+        if let newOwner { f.append(.init(F.new, newOwner.encoded)) }
+        return f
     }
 
-    /// Parses the message portd sends a watcher; `texts` are its
-    /// components, nil for one that is not text.
-    package init(msgid: UInt32, texts: [String?]) throws(NameServerProtocol.Violation) {
-        guard msgid == NameServerProtocol.MessageID.nameOwnerChanged else {
-            throw .init("msgid \(msgid) is not NAME_OWNER_CHANGED")
+    /// Reads the fields of NAME_OWNER_CHANGED.
+    package init<Port>(record r: NameServerRecord<Port>) throws(NameServerProtocol.Violation) {
+        typealias F = NameServerProtocol.Field
+        guard let name = r.value(F.name), let event = r.value(F.event) else {
+            throw .init("NAME_OWNER_CHANGED needs name= and event=")
         }
-        guard texts.count >= 4, let name = texts[0], let event = texts[1], let old = texts[2], let new = texts[3] else {
-            throw .init("NAME_OWNER_CHANGED needs four text components (NAME, EVENT, OLD, NEW)")
-        }
-        func owner(_ text: String) throws(NameServerProtocol.Violation) -> NameOwner.Process? {
-            if text.isEmpty { return nil }
-            guard let p = NameOwner.Process(ownerField: text) else { throw .init("owner \"\(text)\"") }
-            return p
+        func owner(_ key: String) throws(NameServerProtocol.Violation) -> NameOwner.Process? {
+            guard r.value(key) != nil else { return nil }
+            return try r.owner(key, in: "NAME_OWNER_CHANGED")
         }
         self.init(
             name: name, event: NameServerProtocol.OwnerEvent(rawValue: event).map(Event.known) ?? .other(event),
-            oldOwner: try owner(old), newOwner: try owner(new))
+            oldOwner: try owner(F.old), newOwner: try owner(F.new))
     }
 }

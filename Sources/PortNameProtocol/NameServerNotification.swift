@@ -5,25 +5,26 @@
 // behind (the last message of its watch). portd builds them here (`msgid`,
 // `components`); the client reads them with `init(msgid:components:)`.
 //
-// Invariants: the message id alone says which one it is; NAME_ACQUIRED
-// carries the name and the listening socket, NAME_LOST the name and the new
-// owner's "pid=" and "uid=". Reading is lenient where the client always
-// was: NAME_LOST's missing fields read as 0, NAME_ACQUIRED's name as "".
-// Pure: generic over the port type, no I/O.
+// Invariants: the message id alone says which one it is; the first field
+// is "serial=N", the serial of the request that set the event up (the
+// WATCH, or the REGISTER); NAME_ACQUIRED carries the name and the
+// listening socket, NAME_LOST the name and "new=" (the new owner). Pure:
+// generic over the port type, no I/O.
 
 /// A message portd sends to a client's port on its own.
 package enum NameServerNotification<Port> {
     /// NAME_OWNER_CHANGED, to a watcher.
-    case ownerChanged(NameOwnerChange)
+    case ownerChanged(serial: UInt32, NameOwnerChange)
     /// NAME_ACQUIRED: a queued registrant owns `name` now; `listening` is its socket.
-    case acquired(name: String, listening: Port)
+    case acquired(serial: UInt32, name: String, listening: Port)
     /// NAME_LOST: `owner` replaced the receiver as the owner of `name`.
-    case lost(name: String, to: NameOwner.Process)
+    case lost(serial: UInt32, name: String, to: NameOwner.Process)
     /// WATCH_OVERFLOW: the watcher's queue was full, `missed` changes were
     /// not delivered, and the watch has ended.
-    case watchOverflow(missed: Int)
+    case watchOverflow(serial: UInt32, missed: Int)
 
     package typealias Component = NameServerComponent<Port>
+    typealias F = NameServerProtocol.Field
 
     package var msgid: UInt32 {
         switch self {
@@ -34,41 +35,48 @@ package enum NameServerNotification<Port> {
         }
     }
 
+    /// The serial of the request the event belongs to.
+    package var serial: UInt32 {
+        switch self {
+        case .ownerChanged(let s, _), .acquired(let s, _, _), .lost(let s, _, _), .watchOverflow(let s, _): s
+        }
+    }
+
     /// The message's components, in the protocol's order.
     package var components: [Component] {
+        let head = NameServerField(F.serial, serial)
         switch self {
-        case .ownerChanged(let change): change.texts.map(Component.text)
-        case .acquired(let name, let listening): [.text(name), .port(listening)]
-        case .lost(let name, let owner): ([name] + owner.fields).map(Component.text)
-        case .watchOverflow(let missed): [.text(NameServerProtocol.field(NameServerProtocol.Field.missed, missed))]
+        case .ownerChanged(_, let change):
+            return NameServerRecord<Port>([head] + change.fields).components
+        case .acquired(_, let name, let listening):
+            return NameServerRecord([head, .init(F.name, name)], ports: [listening]).components
+        case .lost(_, let name, let owner):
+            return NameServerRecord<Port>([head, .init(F.name, name), .init(F.new, owner.encoded)]).components
+        case .watchOverflow(_, let missed):
+            return NameServerRecord<Port>([head, .init(F.missed, missed)]).components
         }
     }
 
     /// Reads a message that came to a client's port.
     package init(msgid: UInt32, components: [Component]) throws(NameServerProtocol.Violation) {
-        let texts = components.map(\.text)
+        typealias ID = NameServerProtocol.MessageID
+        guard [ID.nameOwnerChanged, ID.nameAcquired, ID.nameLost, ID.watchOverflow].contains(msgid) else {
+            throw .init("msgid 0x\(String(msgid, radix: 16)) is not an event of portd")
+        }
+        let r = try NameServerRecord(parsing: components, what: "an event of portd")
+        guard let serial = r.serial else { throw .init("an event of portd does not start with serial=N") }
         switch msgid {
-        case NameServerProtocol.MessageID.nameOwnerChanged:
-            self = .ownerChanged(try NameOwnerChange(msgid: msgid, texts: texts))
-        case NameServerProtocol.MessageID.nameAcquired:
-            guard let port = components.lazy.compactMap({ if case .port(let p) = $0 { p } else { nil } }).first else {
-                throw .init("NAME_ACQUIRED without a port")
-            }
-            self = .acquired(name: texts.first.flatMap { $0 } ?? "", listening: port)
-        case NameServerProtocol.MessageID.nameLost:
-            let words = texts.compactMap { $0 }
-            func field(_ key: String) -> Substring? {
-                words.lazy.compactMap { NameServerProtocol.value(ofField: key, in: $0) }.first
-            }
-            typealias F = NameServerProtocol.Field
-            self = .lost(
-                name: words.first ?? "",
-                to: .init(pid: field(F.pid).flatMap { Int32($0) } ?? 0, uid: field(F.uid).flatMap { UInt32($0) } ?? 0))
-        case NameServerProtocol.MessageID.watchOverflow:
-            let missed = texts.lazy.compactMap { $0.flatMap { NameServerProtocol.value(ofField: NameServerProtocol.Field.missed, in: $0) } }.first
-            self = .watchOverflow(missed: missed.flatMap { Int($0) } ?? 0)
+        case ID.nameOwnerChanged:
+            self = .ownerChanged(serial: serial, try NameOwnerChange(record: r))
+        case ID.nameAcquired:
+            guard let port = r.ports.first else { throw .init("NAME_ACQUIRED without a port") }
+            guard let name = r.value(F.name) else { throw .init("NAME_ACQUIRED lacks name=") }
+            self = .acquired(serial: serial, name: name, listening: port)
+        case ID.nameLost:
+            guard let name = r.value(F.name) else { throw .init("NAME_LOST lacks name=") }
+            self = .lost(serial: serial, name: name, to: try r.owner(F.new, in: "NAME_LOST"))
         default:
-            throw .init("msgid \(msgid) is not a notification of portd")
+            self = .watchOverflow(serial: serial, missed: try r.integer(F.missed, in: "WATCH_OVERFLOW"))
         }
     }
 }

@@ -1,28 +1,33 @@
-// NameServerProtocol: the vocabulary of the name-server protocol (v1), the
-// requests portd answers on its control socket: message IDs, reply words,
-// error words, option words, field keys, and the rule for valid names.
-// Both sides use these constants (portd to parse requests and build
-// replies, PortNameServer and portctl to build requests and parse replies),
-// so a word is spelled in exactly one place; the messages made of them are
-// NameServerReply, NameServerNotification, NameOwner, NameOwnerChange and
-// NameServerStatus, beside this file. The contract itself is
-// portd-protocol(7), section NAME SERVER.
+// NameServerProtocol: the vocabulary of the name-server protocol, version
+// 1.0, the requests portd answers on its control socket: message IDs, error
+// words, option words, field keys, the versions spoken, and the rule for
+// valid names. Both sides use these constants (portd to parse requests and
+// build replies, PortNameServer and portctl to build requests and parse
+// replies), so a word is spelled in exactly one place; the messages made of
+// them are NameServerRequestMessage, NameServerReply,
+// NameServerNotification, NameOwner, NameOwnerChange and NameServerStatus,
+// beside this file. The contract itself is portd-protocol(7), section NAME
+// SERVER.
 //
-// Pure values: no I/O. Every request is a port message with the
-// REPLY_EXPECTED flag whose data components are UTF-8 strings without NUL;
-// the reply's first component is a word (`ReplyWord`), the rest are
-// "key=value" fields, free strings, or PORT components, per request.
-// A test (NameServerVocabularyTests) keeps every word and key here out of
-// portd's sources as a string literal.
+// Pure values: no I/O. Every data component of a request, a reply or an
+// event is one "key=value" field of UTF-8 text without NUL; the first is
+// always "serial=N", the request's serial echoed (or, in an event, the
+// serial of the request that set it up). A reply is typed by its msgid:
+// REPLY (success) or ERROR (an "error=WORD" field says which). A test
+// (NameServerVocabularyTests) keeps every word and key here out of portd's
+// sources as a string literal.
 
 import PortWire
 
 /// The name-server protocol's constants (a caseless namespace, not a Swift protocol).
 public enum NameServerProtocol {
-    /// The protocol version this code speaks.
-    public static let version = 1
+    /// The protocol versions this code speaks, newest first ("MAJOR.MINOR").
+    public static let versions: [String] = ["1.0"]
+    /// The version this code asks for.
+    public static var version: String { versions[0] }
 
-    /// Message IDs of requests and of the notifications portd sends to a client's port.
+    /// Message IDs of requests, of portd's replies, and of the events portd
+    /// sends to a client's port.
     public enum MessageID {
         public static let status: UInt32 = 0xFFFF_0001
         public static let register: UInt32 = 0xFFFF_0002
@@ -32,6 +37,8 @@ public enum NameServerProtocol {
         public static let list: UInt32 = 0xFFFF_0006
         public static let owner: UInt32 = 0xFFFF_0007
         public static let checkIn: UInt32 = 0xFFFF_0008
+        /// The first request of a connection: agree on a version.
+        public static let hello: UInt32 = 0xFFFF_0009
         /// Sent by portd to a watcher's port for every owner change.
         public static let nameOwnerChanged: UInt32 = 0xFFFF_0100
         /// Sent by portd to a queued registrant's port when it gets the name.
@@ -43,43 +50,43 @@ public enum NameServerProtocol {
         /// full, changes were not delivered, and the watch has ended (the
         /// connection closes after it).
         public static let watchOverflow: UInt32 = 0xFFFF_0103
+        /// A successful reply to a request.
+        public static let reply: UInt32 = 0xFFFF_0200
+        /// An error reply to a request ("error=WORD").
+        public static let error: UInt32 = 0xFFFF_0201
+
+        /// The requests, with their names for people and logs.
+        public static let requests: [(id: UInt32, name: String)] = [
+            (hello, "HELLO"), (status, "STATUS"), (register, "REGISTER"), (release, "RELEASE"), (lookup, "LOOKUP"),
+            (watch, "WATCH"), (list, "LIST"), (owner, "OWNER"), (checkIn, "CHECKIN"),
+        ]
     }
 
-    /// The first component of every reply.
-    public enum ReplyWord: String, Sendable, CaseIterable {
-        case ok
-        case registered
-        case queued
-        case alreadyOwned = "already-owned"
-        case released
-        case notOwner = "not-owner"
-        case found
-        case notFound = "not-found"
-        case timeout
-        case watching
-        case checkedIn = "checked-in"
-        case notDeclared = "not-declared"
-        // Error words: no other word follows "invalid-name", "denied",
-        // "limit", "bad-request" and "internal"; they and "not-found" and
-        // "timeout", in portd-protocol(7)'s Errors list, are followed by
-        // one "message=…" field for people.
+    /// The value of an ERROR reply's "error=" field.
+    public enum ErrorWord: String, Sendable, CaseIterable {
+        /// A request other than HELLO came before HELLO succeeded.
+        case helloRequired = "hello-required"
+        /// HELLO named no version portd speaks; portd closes the connection.
+        case unsupportedVersion = "unsupported-version"
+        case badRequest = "bad-request"
         case invalidName = "invalid-name"
         case denied
         case limit
-        case badRequest = "bad-request"
+        case notFound = "not-found"
+        case timeout
+        case notOwner = "not-owner"
+        case alreadyOwned = "already-owned"
+        case notDeclared = "not-declared"
         case `internal`
-
-        /// The words of portd-protocol(7)'s Errors list: an error reply is
-        /// one of them and one "message=…" field.
-        public static let errors: [ReplyWord] = [
-            .invalidName, .denied, .limit, .badRequest, .notFound, .timeout, .internal,
-        ]
-
-        /// Whether the word is in the Errors list (`errors`).
-        public var isError: Bool { Self.errors.contains(self) }
     }
 
-    /// Option words of a REGISTER request, after the name.
+    /// REGISTER's "result=": the client owns the name, or waits in its queue.
+    public enum RegisterResult: String, Sendable, CaseIterable {
+        case registered
+        case queued
+    }
+
+    /// Values of REGISTER's "option=" fields.
     public enum RegisterOption: String, Sendable, CaseIterable {
         /// A later REGISTER with `replaceExisting` may take the name from this owner.
         case allowReplacement = "allow-replacement"
@@ -89,7 +96,7 @@ public enum NameServerProtocol {
         case doNotQueue = "do-not-queue"
     }
 
-    /// EVENT values of NAME_OWNER_CHANGED: how a name changed owner.
+    /// "event=" values of NAME_OWNER_CHANGED: how a name changed owner.
     public enum OwnerEvent: String, Sendable, CaseIterable {
         /// The name had no owner; the new one has it now.
         case registered
@@ -100,44 +107,98 @@ public enum NameServerProtocol {
         case replaced
     }
 
-    /// Keys of "key=value" fields, in requests and replies.
+    /// Features HELLO's reply names ("feature=").
+    public enum Feature: String, Sendable, CaseIterable {
+        /// Requests may overlap; replies carry the request's serial.
+        case pipelining
+        /// LOOKUP may wait for a name ("wait_ms=").
+        case waitingLookup = "waiting-lookup"
+        /// WATCH and NAME_OWNER_CHANGED.
+        case watch
+        /// Declared ports and CHECKIN.
+        case checkIn = "checkin"
+    }
+
+    /// Keys of "key=value" fields, in requests, replies and events.
     public enum Field {
-        /// An error reply's text for people.
-        public static let message = "message"
-        public static let pid = "pid"
-        public static let uid = "uid"
-        public static let since = "since_ms"
-        /// OWNER: one "queued=PID:UID" field per process in the queue.
-        public static let queued = "queued"
-        /// LOOKUP's optional second component: how long to wait for the name.
-        public static let waitMilliseconds = "wait_ms"
-        /// LIST's optional component: continue after this name.
-        public static let after = "after"
-        /// OWNER's optional second component: the page starts at this
-        /// place in the queue (0 is the next owner).
-        public static let from = "from"
+        /// The client's number for a request, echoed in its reply.
+        public static let serial = "serial"
+        /// HELLO: a protocol version ("1.0"); STATUS: portd's software version.
         public static let version = "version"
+        /// ERROR: the error word.
+        public static let error = "error"
+        /// ERROR: text for people.
+        public static let message = "message"
+        public static let name = "name"
+        /// An owner, "PID:UID:CLIENT".
+        public static let owner = "owner"
+        /// REGISTER: an option word.
+        public static let option = "option"
+        /// REGISTER's reply: "registered" or "queued".
+        public static let result = "result"
+        /// REGISTER's reply when queued: the place in the queue (1: next).
+        public static let place = "place"
+        /// LOOKUP: how long to wait for the name.
+        public static let waitMilliseconds = "wait_ms"
+        /// LIST: continue after this name.
+        public static let after = "after"
+        /// OWNER: the page starts at this place of the queue (0: next owner).
+        public static let from = "from"
+        /// LIST and OWNER replies: "1" when another page follows, else "0".
+        public static let more = "more"
+        public static let since = "since_ms"
+        /// How many clients wait for the name.
+        public static let queueLength = "queue_length"
+        /// OWNER: one queued client ("PID:UID:CLIENT") per field.
+        public static let queued = "queued"
+        /// LIST and OWNER: "1" for a declared port.
+        public static let declared = "declared"
+        /// LIST and OWNER: the pid of the service that last checked in for a declared port.
+        public static let checkedIn = "checked_in"
+        /// NAME_OWNER_CHANGED.
+        public static let event = "event"
+        public static let old = "old"
+        public static let new = "new"
+        /// WATCH_OVERFLOW: how many changes the watcher missed.
+        public static let missed = "missed"
+        /// STATUS.
+        public static let pid = "pid"
         public static let uptime = "uptime_ms"
         public static let names = "names"
         public static let clients = "clients"
         public static let lookups = "lookups"
         public static let refusals = "refusals"
-        public static let declared = "declared"
-        /// WATCH_OVERFLOW: how many changes the watcher missed.
-        public static let missed = "missed"
+        /// STATUS: the protocol version of this connection.
+        public static let `protocol` = "protocol"
+        /// HELLO's reply: portd's software version.
+        public static let portd = "portd"
+        /// HELLO's reply: this connection's client id (as in owners).
+        public static let client = "client"
+        /// HELLO's reply: a feature.
+        public static let feature = "feature"
+        /// HELLO's reply: the limits.
+        public static let maxRecordBytes = "max_record_bytes"
+        public static let maxRequestBytes = "max_request_bytes"
+        public static let maxRequestFields = "max_request_fields"
+        public static let maxNames = "max_names"
+        public static let maxPending = "max_pending_lookups"
+        public static let maxWatches = "max_watches"
+        public static let maxWaitMilliseconds = "max_wait_ms"
+        public static let listPage = "list_page"
+        public static let ownerPage = "owner_page"
 
         /// Every key above.
         public static let all = [
-            message, pid, uid, since, queued, waitMilliseconds, after, from, version, uptime, names, clients, lookups,
-            refusals, declared, missed,
+            serial, version, error, message, name, owner, option, result, place, waitMilliseconds, after, from, more,
+            since, queueLength, queued, declared, checkedIn, event, old, new, missed, pid, uptime, names, clients,
+            lookups, refusals, `protocol`, portd, client, feature, maxRecordBytes, maxRequestBytes, maxRequestFields,
+            maxNames, maxPending, maxWatches, maxWaitMilliseconds, listPage, ownerPage,
         ]
     }
 
-    /// The last component of a LIST reply that could not hold every name
-    /// (the client asks again with "after=LAST-NAME"), and of an OWNER
-    /// reply that could not hold the whole queue (the client asks again
-    /// with "from=N", N the queued processes it has so far).
-    public static let listContinues = "more"
+    /// The most fields (data components, the serial included) a request
+    /// may have: more is a bad request.
+    public static let maximumRequestFields = 16
 
     /// "key=value", a field of a request or a reply.
     @inlinable

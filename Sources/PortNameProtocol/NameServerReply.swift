@@ -1,190 +1,271 @@
-// NameServerReply: one reply of portd to a name-server request, the one
-// type both sides use: portd builds it with the constructors below (one
-// per answer of portd-protocol(7)), the client parses what came back with
-// `init(parsing:)` and reads its word, fields and ports. A reply is its
-// components in order: the word, then "key=value" fields, free strings or
-// ports, per request; an error reply is an error word and one "message=…".
+// NameServerReply: the body of every name-server message (NameServerRecord:
+// "key=value" fields in order, then ports) and one reply of portd to a
+// request, the one type both sides use: portd builds replies with the
+// constructors below (one per answer of portd-protocol(7)), the client
+// parses what came back with `init(msgid:components:)` and reads its
+// fields and ports.
 //
-// Invariants: the first component is a text word (a reply starting with a
-// port, or holding data that is not UTF-8, is a violation, never guessed
-// at); "key=value" lookups take the first component with that key; the
-// constructors put components in the order the protocol and the golden
-// bytes fix. Pure: generic over the port type, no I/O.
+// Invariants: every data component is one field, "KEY=VALUE", KEY one or
+// more of a-z, 0-9 and "_" (a component without "=", with another key, or
+// that is not UTF-8 is a violation, never guessed at); the first field of
+// a reply is "serial=N"; an ERROR reply's second field is "error=WORD" and
+// its third "message=TEXT"; port components come after every field; field
+// lookups take the first field with the key; the constructors put fields
+// in the order the page and the golden bytes fix. Pure: generic over the
+// port type, no I/O.
 
-/// A reply of the name server, taken apart or to be sent.
-package struct NameServerReply<Port> {
+/// One "key=value" field of a name-server message.
+public struct NameServerField: Sendable, Hashable, CustomStringConvertible {
+    public var key: String
+    public var value: String
+
+    public init(_ key: String, _ value: some CustomStringConvertible) {
+        self.key = key
+        self.value = value.description
+    }
+
+    /// "KEY=VALUE", the component's text.
+    public var description: String { "\(key)=\(value)" }
+
+    /// Reads "KEY=VALUE"; nil when the text is not a field.
+    package init?(text: String) {
+        guard let eq = text.utf8.firstIndex(of: UInt8(ascii: "=")) else { return nil }
+        let key = text.utf8[..<eq]
+        guard !key.isEmpty, key.allSatisfy(Self.isKeyByte) else { return nil }
+        self.key = String(text[..<eq])
+        self.value = String(text[text.index(after: eq)...])
+    }
+
+    private static func isKeyByte(_ b: UInt8) -> Bool {
+        (b >= UInt8(ascii: "a") && b <= UInt8(ascii: "z")) || (b >= UInt8(ascii: "0") && b <= UInt8(ascii: "9"))
+            || b == UInt8(ascii: "_")
+    }
+}
+
+/// The fields and ports of a name-server message.
+package struct NameServerRecord<Port> {
     package typealias Component = NameServerComponent<Port>
 
-    /// Every component, in order, the word first.
-    package let components: [Component]
-    /// The first component: a `NameServerProtocol.ReplyWord` raw value, or something newer.
-    package let word: String
-    /// The text components after the word, in order.
-    package let strings: [String]
+    /// The fields, in order.
+    package var fields: [NameServerField]
     /// The port components, in order.
-    package let ports: [Port]
+    package var ports: [Port]
 
-    /// Takes apart a reply that came in (`msgid` only names it in a violation).
-    package init(parsing components: [Component], msgid: UInt32) throws(NameServerProtocol.Violation) {
-        var strings: [String] = []
+    package init(_ fields: [NameServerField], ports: [Port] = []) {
+        self.fields = fields
+        self.ports = ports
+    }
+
+    /// Takes apart the components of a message that came in.
+    package init(parsing components: [Component], what: String) throws(NameServerProtocol.Violation) {
+        var fields: [NameServerField] = []
         var ports: [Port] = []
+        fields.reserveCapacity(components.count)
         for (index, component) in components.enumerated() {
             switch component {
             case .port(let port):
-                if index == 0 { throw .init("the reply starts with a port, not a word") }
                 ports.append(port)
             case .text(let text):
-                strings.append(text)
+                guard ports.isEmpty else { throw .init("component \(index) of \(what) is a field after a port") }
+                guard let field = NameServerField(text: text) else {
+                    throw .init("component \(index) of \(what) (\"\(text.prefix(64))\") is not a key=value field")
+                }
+                fields.append(field)
             case .binary:
-                throw .init("component \(index) of the reply is not UTF-8 text")
+                throw .init("component \(index) of \(what) is not UTF-8 text")
             }
         }
-        guard !strings.isEmpty else { throw .init("an empty reply (msgid \(msgid))") }
-        self.components = components
-        self.word = strings.removeFirst()
-        self.strings = strings
+        self.fields = fields
         self.ports = ports
     }
 
-    /// A reply to send: `word` followed by `rest`.
-    private init(_ word: NameServerProtocol.ReplyWord, _ rest: [Component] = []) {
-        components = [.text(word.rawValue)] + rest
-        self.word = word.rawValue
-        // Plain loops: a LIST page has a thousand components, and key-path
-        // closures cost a metadata lookup each.
-        var strings: [String] = []
-        var ports: [Port] = []
-        strings.reserveCapacity(rest.count)
-        for component in rest {
-            switch component {
-            case .text(let text): strings.append(text)
-            case .port(let port): ports.append(port)
-            case .binary: break
-            }
-        }
-        self.strings = strings
-        self.ports = ports
+    /// The components to send: every field, then every port.
+    package var components: [Component] {
+        var all: [Component] = []
+        all.reserveCapacity(fields.count + ports.count)
+        for f in fields { all.append(.text(f.description)) }
+        for p in ports { all.append(.port(p)) }
+        return all
     }
 
-    // MARK: Replies portd sends
-
-    /// A reply that is one word: "queued", "released", "not-owner",
-    /// "watching", "not-declared".
-    package static func word(_ word: NameServerProtocol.ReplyWord) -> Self {
-        precondition(!word.isError, "an error reply carries a message: use error(_:_:)")
-        return Self(word)
+    /// The value of the first field with this key.
+    package func value(_ key: String) -> String? {
+        for f in fields where f.key == key { return f.value }
+        return nil
     }
 
-    /// An error reply: an error word, then "message=…".
-    package static func error(_ word: NameServerProtocol.ReplyWord, _ message: String) -> Self {
-        precondition(word.isError, "\(word.rawValue) is not an error word")
-        return Self(word, [.text(NameServerProtocol.field(NameServerProtocol.Field.message, message))])
-    }
-
-    /// REGISTER: "registered" and the name's listening socket.
-    package static func registered(listening: Port) -> Self {
-        Self(.registered, [.port(listening)])
-    }
-
-    /// REGISTER: "already-owned" and the owner.
-    package static func alreadyOwned(by owner: NameOwner.Process) -> Self {
-        Self(.alreadyOwned, owner.fields.map(Component.text))
-    }
-
-    /// LOOKUP: "found", a connection to the name's port, and its owner.
-    package static func found(_ connection: Port, owner: NameOwner.Process) -> Self {
-        Self(.found, [.port(connection)] + owner.fields.map(Component.text))
-    }
-
-    /// CHECKIN: "checked-in" and the declared port's listening socket.
-    package static func checkedIn(listening: Port) -> Self {
-        Self(.checkedIn, [.port(listening)])
-    }
-
-    /// OWNER: "ok", the owner, since when, one "queued=PID:UID" per
-    /// process of this page of the queue (`owner.queued`), and "more" when
-    /// the page did not reach the end of the queue.
-    package static func owner(_ owner: NameOwner, more: Bool = false) -> Self {
-        typealias F = NameServerProtocol.Field
-        let queued = owner.queued.map { NameServerProtocol.field(F.queued, $0.colonPair) }
-        return Self(
-            .ok,
-            (owner.owner.fields + [NameServerProtocol.field(F.since, owner.sinceMilliseconds)] + queued
-                + (more ? [NameServerProtocol.listContinues] : []))
-                .map(Component.text))
-    }
-
-    /// LIST: "ok", one line per entry (`NameEntry.listLine`), and "more"
-    /// when the reply could not hold every name.
-    package static func list(lines: [String], more: Bool) -> Self {
-        Self(.ok, (lines + (more ? [NameServerProtocol.listContinues] : [])).map(Component.text))
-    }
-
-    /// STATUS: "ok" and every field of `status`, in order.
-    package static func status(_ status: NameServerStatus) -> Self {
-        Self(.ok, status.fields.map { .text(NameServerProtocol.field($0.key, $0.value)) })
-    }
-
-    // MARK: Reading a reply that came in
-
-    /// The value of the first "key=value" component with this key.
-    package func field(_ key: String) -> String? {
-        strings.lazy.compactMap { NameServerProtocol.value(ofField: key, in: $0) }.first.map(String.init)
-    }
-
-    /// The values of every "key=value" component with this key, in order.
-    package func fields(_ key: String) -> [String] {
-        strings.compactMap { NameServerProtocol.value(ofField: key, in: $0) }.map(String.init)
-    }
-
-    /// Every "key=value" component, in order (components without "=" are skipped).
-    package var keyValuePairs: [(key: String, value: String)] {
-        strings.compactMap { s in
-            guard let eq = s.firstIndex(of: "=") else { return nil }
-            return (String(s[..<eq]), String(s[s.index(after: eq)...]))
-        }
+    /// The values of every field with this key, in order.
+    package func values(_ key: String) -> [String] {
+        fields.compactMap { $0.key == key ? $0.value : nil }
     }
 
     /// A required integer field.
     package func integer<T: FixedWidthInteger>(
-        _ key: String, as: T.Type = T.self
+        _ key: String, as: T.Type = T.self, in what: String
     ) throws(NameServerProtocol.Violation) -> T {
-        guard let text = field(key) else { throw .init("the \"\(word)\" reply lacks \(key)=") }
-        guard let value = T(text) else { throw .init("\(key)=\(text) is not a number") }
+        guard let text = value(key) else { throw .init("\(what) lacks \(key)=") }
+        guard let value = T(text) else { throw .init("\(key)=\(text) in \(what) is not a number") }
         return value
     }
 
-    /// The word as the protocol's, or nil for a word this code does not know.
-    package var replyWord: NameServerProtocol.ReplyWord? { NameServerProtocol.ReplyWord(rawValue: word) }
-
-    /// The error word and its message when this is an error reply of
-    /// portd-protocol(7)'s Errors list; the message is the word itself
-    /// when the reply has no "message=".
-    package var error: (word: NameServerProtocol.ReplyWord, message: String)? {
-        guard let known = replyWord, known.isError else { return nil }
-        return (known, field(NameServerProtocol.Field.message) ?? word)
+    /// A required owner field ("PID:UID:CLIENT").
+    package func owner(_ key: String, in what: String) throws(NameServerProtocol.Violation) -> NameOwner.Process {
+        guard let text = value(key) else { throw .init("\(what) lacks \(key)=") }
+        guard let p = NameOwner.Process(encoded: text) else { throw .init("\(key)=\(text) in \(what) is not PID:UID:CLIENT") }
+        return p
     }
 
-    /// The owner in a "found" or "already-owned" reply (pid= and uid=).
-    package func process() throws(NameServerProtocol.Violation) -> NameOwner.Process {
-        typealias F = NameServerProtocol.Field
-        return NameOwner.Process(pid: try integer(F.pid), uid: try integer(F.uid))
+    /// The serial ("serial=N"), when the first field is one.
+    package var serial: UInt32? {
+        guard let first = fields.first, first.key == NameServerProtocol.Field.serial else { return nil }
+        return UInt32(first.value)
     }
+}
 
-    /// Whether an OWNER reply is one page of several: the queue goes on
-    /// ("more" ends it); the client asks again with "from=N".
-    package var ownerContinues: Bool { strings.last == NameServerProtocol.listContinues }
+extension NameServerRecord: Sendable where Port: Sendable {}
 
-    /// The lines of a LIST reply, and whether more names follow ("more").
-    package func listPage() throws(NameServerProtocol.Violation) -> (entries: [NameEntry], more: Bool) {
-        var lines = strings[...]
-        let more = lines.last == NameServerProtocol.listContinues
-        if more { lines = lines.dropLast() }
-        var entries: [NameEntry] = []
-        for line in lines {
-            guard let entry = NameEntry(listLine: line) else { throw .init("LIST line \"\(line)\"") }
-            entries.append(entry)
+/// A reply of the name server, taken apart or to be sent.
+package struct NameServerReply<Port> {
+    package typealias Component = NameServerComponent<Port>
+    typealias F = NameServerProtocol.Field
+
+    /// ERROR (true) or REPLY.
+    package let isError: Bool
+    /// The request's serial, echoed (0: portd's own, a connection refusal).
+    package let serial: UInt32
+    /// Every field (the serial first) and port.
+    package let record: NameServerRecord<Port>
+
+    /// The reply's msgid.
+    package var msgid: UInt32 { isError ? NameServerProtocol.MessageID.error : NameServerProtocol.MessageID.reply }
+    /// The components to send.
+    package var components: [Component] { record.components }
+    /// The port components, in order.
+    package var ports: [Port] { record.ports }
+
+    /// Takes apart a reply that came in.
+    package init(msgid: UInt32, components: [Component]) throws(NameServerProtocol.Violation) {
+        switch msgid {
+        case NameServerProtocol.MessageID.reply: isError = false
+        case NameServerProtocol.MessageID.error: isError = true
+        default: throw .init("msgid 0x\(String(msgid, radix: 16)) is not a reply of portd")
         }
+        record = try NameServerRecord(parsing: components, what: isError ? "an error reply" : "a reply")
+        guard let serial = record.serial else { throw .init("the reply does not start with serial=N") }
+        self.serial = serial
+        if isError && record.value(F.error) == nil { throw .init("an error reply without error=") }
+    }
+
+    private init(isError: Bool, serial: UInt32, _ fields: [NameServerField], ports: [Port] = []) {
+        self.isError = isError
+        self.serial = serial
+        self.record = NameServerRecord([NameServerField(F.serial, serial)] + fields, ports: ports)
+    }
+
+    /// The value of the first field with this key.
+    package func value(_ key: String) -> String? { record.value(key) }
+
+    /// The error word, when this is an ERROR reply (nil for a word this code does not know).
+    package var errorWord: NameServerProtocol.ErrorWord? {
+        guard isError, let w = record.value(F.error) else { return nil }
+        return NameServerProtocol.ErrorWord(rawValue: w)
+    }
+
+    /// An ERROR reply's "error=" and "message=" (the word again when there is no message).
+    package var error: (word: String, message: String)? {
+        guard isError, let w = record.value(F.error) else { return nil }
+        return (w, record.value(F.message) ?? w)
+    }
+
+    // MARK: Replies portd sends
+
+    /// A successful reply: the serial, then `fields`, then `port`.
+    package static func success(serial: UInt32, _ fields: [NameServerField], port: Port? = nil) -> Self {
+        Self(isError: false, serial: serial, fields, ports: port.map { [$0] } ?? [])
+    }
+
+    /// An error reply: the serial, "error=WORD", "message=TEXT", then `extra`.
+    package static func error(
+        serial: UInt32, _ word: NameServerProtocol.ErrorWord, _ message: String, _ extra: [NameServerField] = []
+    ) -> Self {
+        Self(isError: true, serial: serial, [NameServerField(F.error, word.rawValue), NameServerField(F.message, message)] + extra)
+    }
+
+    /// REGISTER: the client owns `name`; the name's listening socket.
+    package static func registered(serial: UInt32, name: String, listening: Port) -> Self {
+        success(serial: serial, [.init(F.name, name), .init(F.result, NameServerProtocol.RegisterResult.registered.rawValue)], port: listening)
+    }
+
+    /// REGISTER: the client waits for `name` at `place` (1: next).
+    package static func queued(serial: UInt32, name: String, place: Int) -> Self {
+        success(serial: serial, [.init(F.name, name), .init(F.result, NameServerProtocol.RegisterResult.queued.rawValue), .init(F.place, place)])
+    }
+
+    /// REGISTER: "already-owned", with the owner.
+    package static func alreadyOwned(serial: UInt32, name: String, by owner: NameOwner.Process) -> Self {
+        error(serial: serial, .alreadyOwned, "\(name) is owned by pid \(owner.pid) (uid \(owner.uid))", [.init(F.owner, owner.encoded)])
+    }
+
+    /// A reply naming only the name the request was about (RELEASE, WATCH).
+    package static func done(serial: UInt32, name: String?) -> Self {
+        success(serial: serial, name.map { [NameServerField(F.name, $0)] } ?? [])
+    }
+
+    /// LOOKUP: the name, its owner, and a connection to its port.
+    package static func found(serial: UInt32, name: String, owner: NameOwner.Process, connection: Port) -> Self {
+        success(serial: serial, [.init(F.name, name), .init(F.owner, owner.encoded)], port: connection)
+    }
+
+    /// CHECKIN: the name and the declared port's listening socket.
+    package static func checkedIn(serial: UInt32, name: String, listening: Port) -> Self {
+        success(serial: serial, [.init(F.name, name)], port: listening)
+    }
+
+    /// OWNER: the owner, since when, the queue's length, whether another
+    /// page follows, then one "queued=" per client of this page.
+    package static func owner(serial: UInt32, _ owner: NameOwner, more: Bool) -> Self {
+        var fields: [NameServerField] = [
+            .init(F.name, owner.name), .init(F.owner, owner.owner.encoded), .init(F.since, owner.sinceMilliseconds),
+            .init(F.queueLength, owner.queueLength),
+        ]
+        fields += owner.declaredFields
+        fields.append(.init(F.more, more ? 1 : 0))
+        for q in owner.queued { fields.append(.init(F.queued, q.encoded)) }
+        return success(serial: serial, fields)
+    }
+
+    /// LIST: whether another page follows, then each entry's fields.
+    package static func list(serial: UInt32, entries: [NameEntry], more: Bool) -> Self {
+        var fields: [NameServerField] = [.init(F.more, more ? 1 : 0)]
+        fields.reserveCapacity(1 + entries.count * 4)
+        for e in entries { fields += e.fields }
+        return success(serial: serial, fields)
+    }
+
+    /// STATUS: every field of `status`, in order.
+    package static func status(serial: UInt32, _ status: NameServerStatus) -> Self {
+        success(serial: serial, status.fields.map { NameServerField($0.key, $0.value) })
+    }
+
+    // MARK: Reading a reply that came in
+
+    /// Whether a LIST or OWNER reply says another page follows.
+    package var more: Bool { record.value(F.more) == "1" }
+
+    /// The entries of a LIST reply: one per "name=" field and the fields after it.
+    package func listPage() throws(NameServerProtocol.Violation) -> (entries: [NameEntry], more: Bool) {
+        var entries: [NameEntry] = []
+        var group: [NameServerField] = []
+        func flush() throws(NameServerProtocol.Violation) {
+            guard !group.isEmpty else { return }
+            entries.append(try NameEntry(fields: group))
+            group = []
+        }
+        for f in record.fields.dropFirst() {
+            if f.key == F.name { try flush() }
+            if f.key == F.name || !group.isEmpty { group.append(f) }
+        }
+        try flush()
         return (entries, more)
     }
 }

@@ -48,24 +48,26 @@ public struct NameServerStatus: Sendable, Hashable {
         self.refusals = refusals
         self.declared = declared
         fields = [
-            (F.version, version), (F.pid, "\(pid)"), (F.uptime, "\(uptimeMilliseconds)"), (F.names, "\(names)"),
+            (F.version, version), (F.protocol, NameServerProtocol.version), (F.pid, "\(pid)"), (F.uptime, "\(uptimeMilliseconds)"), (F.names, "\(names)"),
             (F.clients, "\(clients)"), (F.lookups, "\(lookups)"), (F.refusals, "\(refusals)"),
             (F.declared, "\(declared)"),
         ].map { Field(key: $0.0, value: $0.1) }
     }
 
-    /// Reads a STATUS reply whose word is "ok".
+    /// Reads a successful STATUS reply.
     package init<Port>(_ reply: NameServerReply<Port>) throws(NameServerProtocol.Violation) {
         typealias F = NameServerProtocol.Field
-        guard let version = reply.field(F.version) else { throw .init("the status reply lacks \(F.version)=") }
+        let r = reply.record
+        let what = "the STATUS reply"
+        guard let version = r.value(F.version) else { throw .init("\(what) lacks \(F.version)=") }
         self.version = version
-        pid = try reply.integer(F.pid)
-        uptimeMilliseconds = try reply.integer(F.uptime)
-        names = try reply.integer(F.names)
-        clients = try reply.integer(F.clients)
-        lookups = try reply.integer(F.lookups)
-        refusals = try reply.integer(F.refusals)
-        declared = try reply.integer(F.declared)
-        fields = reply.keyValuePairs.map { Field(key: $0.key, value: $0.value) }
+        pid = try r.integer(F.pid, in: what)
+        uptimeMilliseconds = try r.integer(F.uptime, in: what)
+        names = try r.integer(F.names, in: what)
+        clients = try r.integer(F.clients, in: what)
+        lookups = try r.integer(F.lookups, in: what)
+        refusals = try r.integer(F.refusals, in: what)
+        declared = try r.integer(F.declared, in: what)
+        fields = r.fields.dropFirst().map { Field(key: $0.key, value: $0.value) }
     }
 }

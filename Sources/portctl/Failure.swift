@@ -45,7 +45,7 @@ struct Failure: Error {
             case .timedOut: .timedOut
             case .connectionLost: .portInvalid
             case .watchOverflow: .timedOut
-            case .badRequest, .protocolError: .protocolError
+            case .badRequest, .protocolError, .unsupportedVersion: .protocolError
             case .untrustedDirectory, .limit, .daemonFailure: .failure
             case .transport(let e):
                 if case .invalidated = e { .portInvalid } else { .failure }

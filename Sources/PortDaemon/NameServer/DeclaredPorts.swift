@@ -44,6 +44,8 @@ final class DeclaredPorts {
         var stored = false
         /// Check-ins so far.
         var checkIns = 0
+        /// The pid of the service that checked in last (LIST and OWNER show it).
+        var lastCheckInPID: Int32?
     }
 
     /// A listening socket passed back by the service manager, already
@@ -159,8 +161,9 @@ final class DeclaredPorts {
     }
 
     /// Counts a check-in.
-    func recordCheckIn(_ name: PortName) {
+    func recordCheckIn(_ name: PortName, pid: Int32) {
         ports[name]?.checkIns += 1
+        ports[name]?.lastCheckInPID = pid
     }
 
     /// Closes portd's descriptors (at shutdown; a service that checked in

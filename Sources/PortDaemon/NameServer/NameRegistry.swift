@@ -127,7 +127,7 @@ struct NameRegistry<Handles: NameRegistryHandles> {
         var handle: Handles.Owner
 
         /// The process as the protocol reports an owner.
-        var process: NameOwner.Process { NameOwner.Process(pid: credentials.pid, uid: credentials.uid) }
+        var process: NameOwner.Process { NameOwner.Process(pid: credentials.pid, uid: credentials.uid, client: client) }
     }
 
     /// A watch of one name, or of every name.
@@ -293,7 +293,7 @@ struct NameRegistry<Handles: NameRegistryHandles> {
         return sortedNames[start...].lazy.map { [entries] name in
             entries[name].map { entry in
                 Listed(
-                    name: name, owner: NameOwner.Process(pid: entry.owner.credentials.pid, uid: entry.owner.credentials.uid),
+                    name: name, owner: entry.owner.process,
                     sinceMilliseconds: entry.owner.sinceMilliseconds, queued: entry.queue.count)
             }!
         }

@@ -31,7 +31,8 @@ extension NameServer {
             if let old = change.old {
                 if let file = old.handle.socket { directory.remove(file) }
                 if change.kind == .replaced, let new = change.new, let lost = old.handle.port {
-                    let message = PCPortMessage(notification: .lost(name: name.value, to: new.process))
+                    let message = PCPortMessage(
+                        notification: .lost(serial: old.handle.serial, name: name.value, to: new.process))
                     send(message, to: lost, what: "NAME_LOST for \(name)")
                 }
             }
@@ -47,8 +48,8 @@ extension NameServer {
             log(change)
             tellWatchers(change)
             for lookup in change.answeredLookups {
-                let answer = found(NameServerProtocol.MessageID.lookup, name, owner: change.new!.credentials)
-                send(answer, to: lookup.handle, what: "the answer to a waiting lookup of \(name)")
+                let answer = found(lookup.handle.serial, name, owner: change.new!.process)
+                send(answer, to: lookup.handle.port, what: "the answer to a waiting lookup of \(name)")
             }
             if let unreachable,
                 case .released(let next) = registry.release(
@@ -79,7 +80,8 @@ extension NameServer {
             logger.error("cannot create a port socket for \(name): \(error)", metadata: metadata)
             return nil
         }
-        let message = PCPortMessage(notification: .acquired(name: name.value, listening: SendRight(sharing: socket.fd)))
+        let message = PCPortMessage(
+            notification: .acquired(serial: owner.handle.serial, name: name.value, listening: SendRight(sharing: socket.fd)))
         if send(message, to: notifyPort, what: "NAME_ACQUIRED for \(name)") { return socket.file }
         directory.remove(socket.file)
         return nil
@@ -90,7 +92,6 @@ extension NameServer {
     /// is full falls behind (`fellBehind`) and is told nothing more but
     /// WATCH_OVERFLOW.
     private func tellWatchers(_ change: OwnerChange) {
-        var event: PCPortMessage?
         // A watch that ended while an earlier change of the same batch was
         // told (its port gone) is not tried again.
         for watch in change.watchers where registry.isWatching(watch.id) {
@@ -100,8 +101,7 @@ extension NameServer {
                 overflowing[watch.id]!.missed += 1
                 continue
             }
-            let message = event ?? PCPortMessage(notification: .ownerChanged(change.reported))
-            event = message
+            let message = PCPortMessage(notification: .ownerChanged(serial: watcher.serial, change.reported))
             switch deliver(message, to: watcher.port, what: "NAME_OWNER_CHANGED for \(change.name)") {
             case .sent:
                 break
@@ -156,7 +156,7 @@ extension NameServer {
             pending.source.invalidate()
             return
         }
-        let message = PCPortMessage(notification: .watchOverflow(missed: pending.missed))
+        let message = PCPortMessage(notification: .watchOverflow(serial: watch.handle.serial, missed: pending.missed))
         if deliver(message, to: watch.handle.port, what: "WATCH_OVERFLOW") == .timedOut { return }  // room comes later
         overflowing[id] = nil
         pending.source.invalidate()
@@ -200,6 +200,7 @@ extension NameServer {
     /// A connection closed: everything it held goes (with its handles), and
     /// each name it owned changes owner.
     func clientGone(_ client: ClientID) {
+        greeted.remove(client)
         activator.clientGone(client)
         let removal = registry.removeClient(client, now: WallClock.unixMilliseconds())
         for id in removal.watches { overflowing.removeValue(forKey: id)?.source.invalidate() }
@@ -227,9 +228,10 @@ extension NameServer {
     /// Answers "timeout" to every lookup whose deadline passed.
     private func expireLookups() {
         for lookup in registry.expireLookups(now: loop.clock.now()) {
-            let timeout = Reply.error(.timeout, "no port was registered as \(lookup.name) in time")
+            let timeout = Reply.error(
+                serial: lookup.handle.serial, .timeout, "no port was registered as \(lookup.name) in time")
             send(
-                PCPortMessage(msgid: NameServerProtocol.MessageID.lookup, reply: timeout), to: lookup.handle,
+                PCPortMessage(reply: timeout), to: lookup.handle.port,
                 what: "the timeout of a lookup of \(lookup.name)")
         }
         rearmDeadlineTimer()

@@ -31,7 +31,7 @@ extension NameServer {
             version: PortdVersion.current, pid: ownPID, uptimeMilliseconds: UInt64(uptime),
             names: UInt64(registry.nameCount), clients: UInt64(registry.clientCount), lookups: UInt64(counters.lookups),
             refusals: UInt64(counters.refusals), declared: UInt64(declared.count))
-        return reply(c.msgid, .status(status))
+        return reply(.status(serial: c.serial, status))
     }
 
     func register(
@@ -45,19 +45,19 @@ extension NameServer {
             socket = try directory.makeListeningSocket()
         } catch {
             logger.error("cannot create a port socket: \(error)", metadata: c.who)
-            return reply(c.msgid, .error(.internal, "portd cannot create the port's socket: \(error)"))
+            return reply(.error(serial: c.serial, .internal, "portd cannot create the port's socket: \(error)"))
         }
         let outcome = registry.register(
             name, client: c.client, credentials: c.sender, options: options, canQueue: notifyPort != nil,
-            now: WallClock.unixMilliseconds(), handle: Handles.Owner(port: notifyPort))
+            now: WallClock.unixMilliseconds(), handle: Handles.Owner(port: notifyPort, serial: c.serial))
         guard case .registered(let change) = outcome else {
             directory.remove(socket.file)  // the socket closes on return
             switch outcome {
             case .queued(_, let position):
                 logger.debug("\(name) queued at position \(position)", metadata: c.who)
-                return reply(c.msgid, .word(.queued))
+                return reply(.queued(serial: c.serial, name: name.value, place: position))
             case .alreadyOwned(let owner):
-                return reply(c.msgid, .alreadyOwned(by: owner.process))
+                return reply(.alreadyOwned(serial: c.serial, name: name.value, by: owner.process))
             case .limit(let exceeded):
                 return refuse(c, .limit, exceeded.description)
             case .registered:
@@ -66,21 +66,24 @@ extension NameServer {
         }
         let listening = SendRight(sharing: socket.fd)  // closes portd's copy once the reply is sent
         apply(change, requesterSocket: socket.file)  // tells a replaced owner first
-        return reply(c.msgid, .registered(listening: listening))
+        return reply(.registered(serial: c.serial, name: name.value, listening: listening))
     }
 
     func release(_ name: PortName, _ c: Context) -> PCPortMessage {
-        if declared[name] != nil { return reply(c.msgid, .word(.notOwner)) }
+        let notOwner = reply(.error(serial: c.serial, .notOwner, "this client does not own \(name) and is not queued for it"))
+        if declared[name] != nil {
+            return reply(.error(serial: c.serial, .notOwner, "\(name) is a declared port: portd owns it"))
+        }
         switch registry.release(name, client: c.client, now: WallClock.unixMilliseconds()) {
         case .released(let change):
             apply(change, requesterSocket: nil)
-            return reply(c.msgid, .word(.released))
+            return reply(.done(serial: c.serial, name: name.value))
         case .leftQueue:
             logger.debug("left the queue of \(name)", metadata: c.who)
-            return reply(c.msgid, .word(.released))
+            return reply(.done(serial: c.serial, name: name.value))
         case .notOwner, .notFound:
-            // Nobody owning the name is not the client owning it either (the contract's two words).
-            return reply(c.msgid, .word(.notOwner))
+            // Nobody owning the name is not the client owning it either.
+            return notOwner
         }
     }
 
@@ -88,16 +91,18 @@ extension NameServer {
         counters.lookups += 1
         if let refused = refusal(.lookUp(name), c) { return refused }
         if let port = declared[name] {
-            return found(c.msgid, name, file: port.file, owner: Credentials(pid: ownPID, uid: ownUID, gid: 0))
+            return found(c.serial, name, file: port.file, owner: .init(pid: ownPID, uid: ownUID, client: 0))
         }
         let deadline = wait.map { loop.clock.now() + min($0, settings.maximumLookupWait) }
         // Only a request that expects a reply can wait for one later.
-        let waiting = replyPort.flatMap { port in deadline.map { (deadline: $0, handle: port) } }
+        let waiting = replyPort.flatMap { port in
+            deadline.map { (deadline: $0, handle: Handles.Lookup(port: port, serial: c.serial)) }
+        }
         switch registry.lookUp(name, client: c.client, waitUntil: waiting) {
         case .found(let owner):
-            return found(c.msgid, name, owner: owner.credentials, releaseIfDeaf: true)
+            return found(c.serial, name, owner: owner.process, releaseIfDeaf: true)
         case .notFound:
-            return reply(c.msgid, .error(.notFound, "no port is registered as \(name)"))
+            return reply(.error(serial: c.serial, .notFound, "no port is registered as \(name)"))
         case .waiting:
             // Answered later: the reply right hangs on the registry's lookup.
             rearmDeadlineTimer()
@@ -114,19 +119,19 @@ extension NameServer {
     /// name, so LIST, OWNER and LOOKUP agree; its queue and watchers learn
     /// it as a release.
     func found(
-        _ msgid: UInt32, _ name: PortName, file: PortSocketFile? = nil, owner: Credentials, releaseIfDeaf: Bool = false
+        _ serial: UInt32, _ name: PortName, file: PortSocketFile? = nil, owner: NameOwner.Process, releaseIfDeaf: Bool = false
     ) -> PCPortMessage {
         let ownersFile = file == nil  // not a declared port's
         guard let file = file ?? registry.owner(of: name)?.handle.socket else {
             logger.error("\(name) has an owner but no socket file", metadata: ["name": "\(name)"])
-            return reply(msgid, .error(.internal, "\(name) has no socket"))
+            return reply(.error(serial: serial, .internal, "\(name) has no socket"))
         }
         switch directory.connect(to: file) {
         case .connected(let fd):
-            return reply(msgid, .found(SendRight(sharing: fd), owner: .init(pid: owner.pid, uid: owner.uid)))
+            return reply(.found(serial: serial, name: name.value, owner: owner, connection: SendRight(sharing: fd)))
         case .backlogFull:
             return refuse(
-                msgid, .limit, "the port \(name) accepts no more connections now (backlog full)", request: "LOOKUP",
+                serial, .limit, "the port \(name) accepts no more connections now (backlog full)", request: "LOOKUP",
                 who: ["name": "\(name)"])
         case .refused:
             if releaseIfDeaf, ownersFile, let deaf = registry.owner(of: name),
@@ -135,19 +140,19 @@ extension NameServer {
                 logger.info("\(name) released: its owner's port no longer listens", metadata: ["name": "\(name)"])
                 apply(change, requesterSocket: nil)
             }
-            return reply(msgid, .error(.notFound, "the owner of \(name) no longer listens on it"))
+            return reply(.error(serial: serial, .notFound, "the owner of \(name) no longer listens on it"))
         case .failed(let error):
             logger.error("cannot connect to \(name): \(error)", metadata: ["name": "\(name)"])
-            return reply(msgid, .error(.internal, "portd cannot connect to \(name): \(error)"))
+            return reply(.error(serial: serial, .internal, "portd cannot connect to \(name): \(error)"))
         }
     }
 
     func watch(_ name: PortName?, _ c: Context, watcherPort: SendRight) -> PCPortMessage {
         if let refused = refusal(.watch(name), c) { return refused }
-        let watcher = Handles.Watcher(port: watcherPort, caller: c.caller, credentials: c.sender)
+        let watcher = Handles.Watcher(port: watcherPort, serial: c.serial, caller: c.caller, credentials: c.sender)
         switch registry.watch(name, client: c.client, handle: watcher) {
         case .success:
-            return reply(c.msgid, .word(.watching))
+            return reply(.done(serial: c.serial, name: name?.value))
         case .failure(let exceeded):
             return refuse(c, .limit, exceeded.description)
         }
@@ -165,9 +170,9 @@ extension NameServer {
         var declaredPorts = declared.all.filter { d in after.map { d.name > $0 } ?? true }[...]
         var nextRegistered = registered.next()
         // Header, table and data must fit in one record, with room for the
-        // continuation word (NameServerProtocol.listContinues).
-        let room = Self.controlPortLimits.maxRecordSize - WireFormat.headerSize - 2 * WireFormat.entrySize - 6
-        var lines: [String] = []
+        // serial and "more=".
+        let room = Self.controlPortLimits.maxRecordSize - WireFormat.headerSize - 2 * WireFormat.entrySize - 32
+        var entries: [NameEntry] = []
         var more = false
         var size = 0
         while true {
@@ -176,33 +181,36 @@ extension NameServer {
             if let r = nextRegistered, declaredPorts.first.map({ r.name < $0.name }) ?? true {
                 name = r.name
                 entry = NameEntry(
-                    name: r.name.value, owner: r.owner, sinceMilliseconds: r.sinceMilliseconds, queuedCount: r.queued)
+                    name: r.name.value, owner: r.owner, sinceMilliseconds: r.sinceMilliseconds,
+                    queuedCount: r.queued)
                 nextRegistered = registered.next()
             } else if let d = declaredPorts.popFirst() {
                 name = d.name
                 entry = NameEntry(
-                    name: d.name.value, owner: .init(pid: ownPID, uid: ownUID), sinceMilliseconds: d.sinceMilliseconds,
-                    queuedCount: 0)
+                    name: d.name.value, owner: .init(pid: ownPID, uid: ownUID, client: 0),
+                    sinceMilliseconds: d.sinceMilliseconds, queuedCount: 0, isDeclared: true,
+                    checkedInPID: d.lastCheckInPID)
             } else {
                 break
             }
             guard maySee(name, c) else { continue }
-            let line = entry.listLine
-            let cost = WireFormat.entrySize + line.utf8.count
-            if size + cost > room || lines.count >= Self.listPageSize {
+            let fields = entry.fields
+            var cost = 0
+            for f in fields { cost += WireFormat.entrySize + f.key.utf8.count + 1 + f.value.utf8.count }
+            if size + cost > room || entries.count >= Self.listPageSize {
                 more = true
                 break
             }
             size += cost
-            lines.append(line)
+            entries.append(entry)
         }
-        return reply(c.msgid, .list(lines: lines, more: more))
+        return reply(.list(serial: c.serial, entries: entries, more: more))
     }
 
     /// The most names one LIST reply holds: well within what a client
     /// decodes by default (PortLimits.default.maxComponents), and small
     /// enough that a page costs a fraction of a millisecond.
-    static let listPageSize = 256
+    static let listPageSize = 128
 
     /// "ok", the owner, since when, and the page of the queue that starts
     /// at place `from`: as many "queued=PID:UID" as fit in one record of
@@ -214,11 +222,12 @@ extension NameServer {
         if let refused = refusal(.lookUp(name), c) { return refused }
         if let d = declared[name] {
             let owner = NameOwner(
-                name: name.value, owner: .init(pid: ownPID, uid: ownUID), sinceMilliseconds: d.sinceMilliseconds, queued: [])
-            return reply(c.msgid, .owner(owner))
+                name: name.value, owner: .init(pid: ownPID, uid: ownUID, client: 0), sinceMilliseconds: d.sinceMilliseconds,
+                queued: [], isDeclared: true, checkedInPID: d.lastCheckInPID)
+            return reply(.owner(serial: c.serial, owner, more: false))
         }
         guard let owner = registry.owner(of: name) else {
-            return reply(c.msgid, .error(.notFound, "no port is registered as \(name)"))
+            return reply(.error(serial: c.serial, .notFound, "no port is registered as \(name)"))
         }
         let queue = registry.queue(of: name)
         var page: [NameOwner.Process] = []
@@ -229,15 +238,16 @@ extension NameServer {
         var size = 0
         while index < queue.count, page.count < Self.ownerPageSize {
             let process = queue[index].process
-            let cost = WireFormat.entrySize + NameServerProtocol.field(NameServerProtocol.Field.queued, process.colonPair).utf8.count
+            let cost = WireFormat.entrySize + NameServerProtocol.Field.queued.utf8.count + 1 + process.encoded.utf8.count
             if size + cost > room { break }
             size += cost
             page.append(process)
             index += 1
         }
         let reported = NameOwner(
-            name: name.value, owner: owner.process, sinceMilliseconds: owner.sinceMilliseconds, queued: page)
-        return reply(c.msgid, .owner(reported, more: index < queue.count))
+            name: name.value, owner: owner.process, sinceMilliseconds: owner.sinceMilliseconds, queued: page,
+            queueLength: queue.count)
+        return reply(.owner(serial: c.serial, reported, more: index < queue.count))
     }
 
     /// The most queued processes one OWNER page names: with the five other
@@ -246,11 +256,13 @@ extension NameServer {
     static let ownerPageSize = 256
 
     func checkIn(_ name: PortName, _ c: Context) -> PCPortMessage {
-        guard let port = declared[name] else { return reply(c.msgid, .word(.notDeclared)) }
+        guard let port = declared[name] else {
+            return reply(.error(serial: c.serial, .notDeclared, "\(name) is not a declared port"))
+        }
         if let refused = refusal(.checkIn(name, uids: port.checkInUIDs, gids: port.checkInGIDs), c) { return refused }
-        declared.recordCheckIn(name)
+        declared.recordCheckIn(name, pid: c.sender.pid)
         activator.checkedIn(name, by: c.client)
         logger.info("service checked in for \(name) (check-in \(port.checkIns + 1))", metadata: c.who)
-        return reply(c.msgid, .checkedIn(listening: port.listening))
+        return reply(.checkedIn(serial: c.serial, name: name.value, listening: port.listening))
     }
 }

@@ -56,6 +56,8 @@ final class NameServer {
             /// queued owner gets the name, NAME_LOST when another client
             /// replaces the owner. nil when the request carried none.
             var port: SendRight?
+            /// The serial of that REGISTER (the events to `port` carry it).
+            var serial: UInt32 = 0
             /// The name's socket file, once this owner was given the
             /// listening socket.
             var socket: PortSocketFile?
@@ -65,12 +67,18 @@ final class NameServer {
         /// checked against the policy for the watcher).
         struct Watcher: Sendable {
             let port: SendRight
+            /// The WATCH's serial (every event of the watch carries it).
+            let serial: UInt32
             let caller: Caller
             let credentials: Credentials
         }
 
-        /// On a waiting lookup: the reply port its answer goes to.
-        typealias Lookup = SendRight
+        /// On a waiting lookup: the reply port its answer goes to, and
+        /// the LOOKUP's serial.
+        struct Lookup: Sendable {
+            let port: SendRight
+            let serial: UInt32
+        }
     }
 
     /// Counters for STATUS.
@@ -110,12 +118,15 @@ final class NameServer {
     /// not delivered. The watch stays in the registry (and counts against
     /// its client's quotas) until then.
     var overflowing: [WatchID: (source: PortSource, missed: Int)] = [:]
+    /// The clients whose HELLO succeeded (protocol 1.0 agreed).
+    var greeted: Set<ClientID> = []
 
     /// The limits of the control port: small requests, no large data, few
     /// descriptors; up to 65535 components so that a LIST reply can name
     /// many ports (its size is checked before sending).
     static let controlPortLimits = PortLimits(
-        maxRecordSize: PortLimits.defaultMaxRecordSize, maxComponents: 65535, maxDescriptors: 4, maxLargeDataBytes: 0)
+        maxRecordSize: PortLimits.defaultMaxRecordSize, maxComponents: PortLimits.default.maxComponents,
+        maxDescriptors: 4, maxLargeDataBytes: 0)
 
     /// Serves the listening control socket `controlDescriptor` (taking
     /// ownership) on `loop` in `mode` once `start()` is called. Creates
@@ -294,39 +305,51 @@ final class NameServer {
         // has no SCM_CREDENTIALS: the first request that made the service
         // manager start portd (socket activation). Whoever made the
         // connection (SO_PEERCRED) sent it then.
+        let parsed = NameServerRequest.parse(
+            msgid: msgid, components: message.components, hasReplyPort: message.passedReplyPort != nil,
+            maximumBytes: settings.maximumRequestBytes)
+        let serial = parsed.serial
         guard let client = message.connectionID, let sender = message.sender ?? message.connectionCredentials else {
-            return reply(msgid, .error(.internal, "no credentials came with the request"))
+            return reply(.error(serial: serial, .internal, "no credentials came with the request"))
         }
         var who: Logger.Metadata = ["client": "\(client)", "pid": "\(sender.pid)", "uid": "\(sender.uid)"]
         let anyRequest = RequestAccess.anyRequest(connectorUID: message.connectionCredentials?.uid)
         if case .deny(let why) = anyRequest.decide(by: Caller(uid: sender.uid, groups: [sender.gid]), under: settings) {
-            return refuse(msgid, .denied, why, request: "request", who: who)
+            return refuse(serial, .denied, why, request: "request", who: who)
         }
         if let exceeded = registry.admit(client, uid: sender.uid) {
-            return refuse(msgid, .limit, exceeded.description, request: "connection", who: who)
+            return refuse(serial, .limit, exceeded.description, request: "connection", who: who)
         }
         let request: NameServerRequest
-        switch NameServerRequest.parse(
-            msgid: msgid, components: message.components, hasReplyPort: message.passedReplyPort != nil,
-            maximumBytes: settings.maximumRequestBytes)
-        {
+        switch parsed.result {
         case .success(let r):
             request = r
         case .failure(.badRequest(let why)):
             refusalLog.log("bad request: \(why)", who)
-            return reply(msgid, .error(.badRequest, why))
+            return reply(.error(serial: serial, .badRequest, why))
         case .failure(.invalidName(let why)):
             refusalLog.log("invalid name: \(why)", who)
-            return reply(msgid, .error(.invalidName, why.description))
+            return reply(.error(serial: serial, .invalidName, why.description))
         case .failure(.tooLarge(let bytes, let limit)):
             return refuse(
-                msgid, .limit, "the request has more than \(limit) bytes of data (\(bytes) so far)", request: "request",
+                serial, .limit, "the request has more than \(limit) bytes of data (\(bytes) so far)", request: "request",
                 who: who)
+        }
+        // HELLO first: nothing else is served before the client and portd
+        // agree on a version.
+        if case .hello(let versions) = request {
+            return hello(versions, serial: serial, client: client, who: who)
+        }
+        guard greeted.contains(client) else {
+            refusalLog.log("request before HELLO", who)
+            return reply(.error(
+                serial: serial, .helloRequired,
+                "send HELLO with version=\(NameServerProtocol.version) first (portd-protocol(7), NAME SERVER)"))
         }
         if let name = request.name { who["name"] = "\(name)" }
         let groups = groups(of: client, sender: sender, connector: message.connectionCredentials)
         let context = Context(
-            msgid: msgid, client: client, sender: sender, caller: Caller(uid: sender.uid, groups: groups), who: who,
+            serial: serial, client: client, sender: sender, caller: Caller(uid: sender.uid, groups: groups), who: who,
             request: request.verb)
 
         // A port portd keeps and later sends to must be the client's own.
@@ -360,12 +383,53 @@ final class NameServer {
             return owner(name, from: from, context)
         case .checkIn(let name):
             return checkIn(name, context)
+        case .hello:
+            preconditionFailure("answered above")
         }
+    }
+
+    /// HELLO: agrees on the newest version both speak (same major version;
+    /// portd speaks its minor versions' union), and states portd's limits
+    /// and features. No common version: "unsupported-version", and the
+    /// connection closes once the reply is out.
+    private func hello(_ versions: [String], serial: UInt32, client: ClientID, who: Logger.Metadata) -> PCPortMessage {
+        typealias F = NameServerProtocol.Field
+        if greeted.contains(client) {
+            return reply(.error(serial: serial, .badRequest, "HELLO was already answered on this connection"))
+        }
+        let majors = Set(NameServerProtocol.versions.map { $0.prefix { $0 != "." } })
+        guard let agreed = versions.first(where: { majors.contains($0.prefix { $0 != "." }) && $0.contains(".") })
+        else {
+            refusalLog.log("unsupported protocol version(s) \(versions.joined(separator: ", "))", who)
+            // Closed after this pass, once the reply below has been sent.
+            loop.perform(inModes: [mode]) { [port] in port.closeConnection(client) }
+            return reply(.error(
+                serial: serial, .unsupportedVersion,
+                "portd speaks protocol \(NameServerProtocol.versions.joined(separator: ", ")), not \(versions.joined(separator: ", "))",
+                NameServerProtocol.versions.map { NameServerField(F.version, $0) }))
+        }
+        _ = agreed
+        greeted.insert(client)
+        let limits = settings.limits
+        let hello = NameServerHello(
+            version: NameServerProtocol.version, portdVersion: PortdVersion.current, client: client,
+            limits: [
+                (F.maxRecordBytes, UInt64(Self.controlPortLimits.maxRecordSize)),
+                (F.maxRequestBytes, UInt64(settings.maximumRequestBytes)),
+                (F.maxRequestFields, UInt64(NameServerProtocol.maximumRequestFields)),
+                (F.maxNames, UInt64(limits.namesPerClient)), (F.maxPending, UInt64(limits.pendingLookupsPerClient)),
+                (F.maxWatches, UInt64(limits.watchesPerClient)),
+                (F.maxWaitMilliseconds, UInt64(settings.maximumLookupWait.nanosecondsClamped / 1_000_000)),
+                (F.listPage, UInt64(Self.listPageSize)), (F.ownerPage, UInt64(Self.ownerPageSize)),
+            ],
+            features: NameServerProtocol.Feature.allCases.map(\.rawValue))
+        return reply(.success(serial: serial, hello.fields))
     }
 
     /// What every request handler needs to know about its request.
     struct Context {
-        let msgid: UInt32
+        /// The request's serial, echoed in its reply.
+        let serial: UInt32
         let client: ClientID
         let sender: Credentials
         /// The sender's uid and the groups it is judged with.
@@ -399,22 +463,22 @@ final class NameServer {
 
     // MARK: - Replies and refusals
 
-    /// The message of `reply` to the request with `msgid`.
-    func reply(_ msgid: UInt32, _ reply: Reply) -> PCPortMessage {
-        PCPortMessage(msgid: msgid, reply: reply)
+    /// The message of `reply`.
+    func reply(_ reply: Reply) -> PCPortMessage {
+        PCPortMessage(reply: reply)
     }
 
     /// A refusal: counted (STATUS refusals=), logged (at most
     /// RefusalLog.burst lines a second), and answered with `word`.
     func refuse(
-        _ msgid: UInt32, _ word: NameServerProtocol.ReplyWord, _ why: String, request: String, who: Logger.Metadata
+        _ serial: UInt32, _ word: NameServerProtocol.ErrorWord, _ why: String, request: String, who: Logger.Metadata
     ) -> PCPortMessage {
         counters.refusals += 1
         refusalLog.log("refused \(request): \(why)", who)
-        return reply(msgid, .error(word, why))
+        return reply(.error(serial: serial, word, why))
     }
 
-    func refuse(_ c: Context, _ word: NameServerProtocol.ReplyWord, _ why: String) -> PCPortMessage {
-        refuse(c.msgid, word, why, request: c.request, who: c.who)
+    func refuse(_ c: Context, _ word: NameServerProtocol.ErrorWord, _ why: String) -> PCPortMessage {
+        refuse(c.serial, word, why, request: c.request, who: c.who)
     }
 }

@@ -2,12 +2,15 @@
 // from a port message (portd-protocol(7), NAME SERVER). Pure: no state, no
 // I/O; the name server switches on the result.
 //
-// Rules: every component of a request is a data component holding UTF-8
-// (a port or a memfd component is a bad request); the components add up to
-// at most `maximumBytes` bytes; the count and the words are exactly those
-// of the msgid's row in the table; names are checked by PortName. The
-// first failure wins, in the order: size, kinds, msgid, count, name, words.
-// Every msgid, option word and field key is NameServerProtocol's.
+// Rules: every component of a request is a data component holding one
+// UTF-8 "key=value" field (a port or a memfd component is a bad request);
+// the first field is "serial=N"; there are at most
+// NameServerProtocol.maximumRequestFields fields, adding up to at most
+// `maximumBytes` bytes; the keys are exactly those of the msgid's row in
+// the page, each once except REGISTER's "option=" and HELLO's "version=";
+// names are checked by PortName. The first failure wins, in the order:
+// size, kinds, serial, count, msgid, keys, name, values. Every msgid,
+// option word and field key is NameServerProtocol's.
 
 import PortCore
 
@@ -25,8 +28,11 @@ enum NameServerRequest: Equatable, Sendable {
     /// next owner; a previous reply said "more").
     case owner(PortName, from: Int)
     case checkIn(PortName)
+    /// HELLO with the versions the client speaks.
+    case hello(versions: [String])
 
-    /// Why a message is not a request portd can serve.
+    /// Why a message is not a request portd can serve, and the serial to
+    /// answer with (0 when the request had none).
     enum Refusal: Error, Equatable, Sendable {
         case badRequest(String)
         case invalidName(PortName.Invalid)
@@ -44,67 +50,118 @@ enum NameServerRequest: Equatable, Sendable {
         case .list: "LIST"
         case .owner: "OWNER"
         case .checkIn: "CHECKIN"
+        case .hello: "HELLO"
         }
     }
 
     /// The name the request is about, if any.
     var name: PortName? {
         switch self {
-        case .status, .list: nil
+        case .status, .list, .hello: nil
         case .register(let n, _), .release(let n), .lookUp(let n, _), .owner(let n, _), .checkIn(let n): n
         case .watch(let n): n
         }
     }
 
-    /// Parses a request. `hasReplyPort`: the request carried a REPLY_PORT
-    /// (required by WATCH).
+    /// Parses a request: its serial (0 when it has none that can be
+    /// read), and the request or why it is refused. `hasReplyPort`: the
+    /// request carried a REPLY_PORT (required by WATCH).
     static func parse(
         msgid: UInt32, components: [PCPortMessage.Component], hasReplyPort: Bool, maximumBytes: Int
-    ) -> Result<NameServerRequest, Refusal> {
+    ) -> (serial: UInt32, result: Result<NameServerRequest, Refusal>) {
         var size = 0
-        var words: [String] = []
+        var fields: [NameServerField] = []
+        var serial: UInt32 = 0
         for (i, component) in components.enumerated() {
             guard case .data(let bytes) = component else {
-                return .failure(.badRequest("component \(i) is not data; requests carry UTF-8 strings only"))
+                return (serial, .failure(.badRequest("component \(i) is not data; requests carry key=value text only")))
             }
             size += bytes.count
-            if size > maximumBytes { return .failure(.tooLarge(bytes: size, limit: maximumBytes)) }
+            if size > maximumBytes { return (serial, .failure(.tooLarge(bytes: size, limit: maximumBytes))) }
             guard let text = String(validating: bytes, as: UTF8.self) else {
-                return .failure(.badRequest("component \(i) is not UTF-8"))
+                return (serial, .failure(.badRequest("component \(i) is not UTF-8")))
             }
-            words.append(text)
+            guard let field = NameServerField(text: text) else {
+                return (serial, .failure(.badRequest("component \(i) is not a key=value field")))
+            }
+            if i == 0 {
+                guard field.key == NameServerProtocol.Field.serial, let n = UInt32(field.value), n > 0 else {
+                    return (0, .failure(.badRequest("a request starts with serial=N, N from 1 to 4294967295")))
+                }
+                serial = n
+                continue
+            }
+            fields.append(field)
+        }
+        guard serial != 0 else {
+            return (0, .failure(.badRequest("a request starts with serial=N, N from 1 to 4294967295")))
+        }
+        guard components.count <= NameServerProtocol.maximumRequestFields else {
+            return (serial, .failure(.badRequest(
+                "a request has at most \(NameServerProtocol.maximumRequestFields) fields, not \(components.count)")))
         }
         do throws(Refusal) {
-            return .success(try parse(msgid: msgid, words: words, hasReplyPort: hasReplyPort))
+            return (serial, .success(try parse(msgid: msgid, fields: fields, hasReplyPort: hasReplyPort)))
         } catch {
-            return .failure(error)
+            return (serial, .failure(error))
         }
     }
 
-    private static func parse(msgid: UInt32, words: [String], hasReplyPort: Bool) throws(Refusal) -> NameServerRequest {
-        func count(_ allowed: ClosedRange<Int>, _ what: String) throws(Refusal) {
-            guard allowed.contains(words.count) else {
-                throw .badRequest("\(what) takes \(describe(allowed)), not \(words.count)")
+    /// The fields of one request, checked against its row: `once` keys at
+    /// most once, `many` keys any number of times, nothing else.
+    private struct Fields {
+        let verb: String
+        var single: [String: String] = [:]
+        var multiple: [String: [String]] = [:]
+
+        init(_ fields: [NameServerField], verb: String, once: [String], many: [String] = []) throws(Refusal) {
+            self.verb = verb
+            for f in fields {
+                if once.contains(f.key) {
+                    guard single[f.key] == nil else { throw .badRequest("\(verb) has \(f.key)= twice") }
+                    single[f.key] = f.value
+                } else if many.contains(f.key) {
+                    multiple[f.key, default: []].append(f.value)
+                } else {
+                    let allowed = (once + many).map { "\($0)=" }
+                    throw .badRequest(
+                        "\(verb) takes \(allowed.isEmpty ? "no field but serial=" : allowed.joined(separator: ", ")), not \(f.key)=")
+                }
             }
         }
+
+        func required(_ key: String) throws(Refusal) -> String {
+            guard let v = single[key] else { throw .badRequest("\(verb) needs \(key)=") }
+            return v
+        }
+
+        func number(_ key: String) throws(Refusal) -> UInt32? {
+            guard let v = single[key] else { return nil }
+            guard let n = UInt32(v) else { throw .badRequest("\(verb)'s \(key)= is a number from 0 to 4294967295, not \"\(v)\"") }
+            return n
+        }
+    }
+
+    private static func parse(msgid: UInt32, fields: [NameServerField], hasReplyPort: Bool) throws(Refusal) -> NameServerRequest {
         typealias MessageID = NameServerProtocol.MessageID
-        typealias Field = NameServerProtocol.Field
+        typealias F = NameServerProtocol.Field
         switch msgid {
+        case MessageID.hello:
+            let f = try Fields(fields, verb: "HELLO", once: [], many: [F.version])
+            let versions = f.multiple[F.version] ?? []
+            guard !versions.isEmpty else { throw .badRequest("HELLO needs at least one version=") }
+            return .hello(versions: versions)
         case MessageID.status:
-            try count(0...0, "STATUS")
+            _ = try Fields(fields, verb: "STATUS", once: [])
             return .status
         case MessageID.list:
-            try count(0...1, "LIST")
-            guard let word = words.first else { return .list(after: nil) }
-            guard let after = NameServerProtocol.value(ofField: Field.after, in: word) else {
-                throw .badRequest("unknown LIST word \"\(word)\"")
-            }
-            return .list(after: try validName(String(after)))
+            let f = try Fields(fields, verb: "LIST", once: [F.after])
+            return .list(after: try f.single[F.after].map(validName))
         case MessageID.register:
-            try count(1...Int.max, "REGISTER")
-            let name = try validName(words[0])
+            let f = try Fields(fields, verb: "REGISTER", once: [F.name], many: [F.option])
+            let name = try validName(try f.required(F.name))
             var options: RegistrationOptions = []
-            for word in words.dropFirst() {
+            for word in f.multiple[F.option] ?? [] {
                 guard let option = RegistrationOptions(word: word) else {
                     throw .badRequest("unknown REGISTER option \"\(word)\"")
                 }
@@ -112,35 +169,23 @@ enum NameServerRequest: Equatable, Sendable {
             }
             return .register(name, options)
         case MessageID.release:
-            try count(1...1, "RELEASE")
-            return .release(try validName(words[0]))
+            let f = try Fields(fields, verb: "RELEASE", once: [F.name])
+            return .release(try validName(try f.required(F.name)))
         case MessageID.lookup:
-            try count(1...2, "LOOKUP")
-            let name = try validName(words[0])
-            guard words.count == 2 else { return .lookUp(name, wait: nil) }
-            let option = words[1]
-            guard let value = NameServerProtocol.value(ofField: Field.waitMilliseconds, in: option), let ms = UInt32(value)
-            else {
-                throw .badRequest(
-                    "LOOKUP's second component is \"\(NameServerProtocol.field(Field.waitMilliseconds, "N"))\" (N from 0 to 4294967295), not \"\(option)\"")
-            }
+            let f = try Fields(fields, verb: "LOOKUP", once: [F.name, F.waitMilliseconds])
+            let name = try validName(try f.required(F.name))
+            let ms = try f.number(F.waitMilliseconds) ?? 0
             return .lookUp(name, wait: ms == 0 ? nil : .milliseconds(ms))
         case MessageID.watch:
-            try count(0...1, "WATCH")
+            let f = try Fields(fields, verb: "WATCH", once: [F.name])
             guard hasReplyPort else { throw .badRequest("WATCH must carry the watcher's port as its reply port (REPLY_PORT)") }
-            return .watch(words.isEmpty ? nil : try validName(words[0]))
+            return .watch(try f.single[F.name].map(validName))
         case MessageID.owner:
-            try count(1...2, "OWNER")
-            let name = try validName(words[0])
-            guard words.count == 2 else { return .owner(name, from: 0) }
-            guard let value = NameServerProtocol.value(ofField: Field.from, in: words[1]), let from = UInt32(value) else {
-                throw .badRequest(
-                    "OWNER's second component is \"\(NameServerProtocol.field(Field.from, "N"))\" (N from 0 to 4294967295), not \"\(words[1])\"")
-            }
-            return .owner(name, from: Int(from))
+            let f = try Fields(fields, verb: "OWNER", once: [F.name, F.from])
+            return .owner(try validName(try f.required(F.name)), from: Int(try f.number(F.from) ?? 0))
         case MessageID.checkIn:
-            try count(1...1, "CHECKIN")
-            return .checkIn(try validName(words[0]))
+            let f = try Fields(fields, verb: "CHECKIN", once: [F.name])
+            return .checkIn(try validName(try f.required(F.name)))
         default:
             throw .badRequest("unknown msgid 0x\(String(msgid, radix: 16, uppercase: true))")
         }
@@ -152,12 +197,5 @@ enum NameServerRequest: Equatable, Sendable {
         } catch {
             throw .invalidName(error)
         }
-    }
-
-    private static func describe(_ r: ClosedRange<Int>) -> String {
-        func unit(_ n: Int) -> String { n == 1 ? "1 component" : "\(n) components" }
-        if r.upperBound == Int.max { return "at least \(unit(r.lowerBound))" }
-        if r.lowerBound == r.upperBound { return unit(r.lowerBound) }
-        return "\(r.lowerBound) to \(unit(r.upperBound))"
     }
 }
