@@ -4,6 +4,11 @@
 // echoes its serial, in whatever order portd answers (a LOOKUP that waits
 // does not hold up a STATUS sent after it).
 //
+// HELLO is pipelined: the first request goes out right behind it, with no
+// round trip of its own; its answer is read with the request's. A HELLO
+// that fails (another protocol version, a uid portd does not serve) fails
+// that request and every later one with HELLO's error.
+//
 // How: sending is serialised by `sendLock` (one record per request, with
 // its own transport); reading is done by whichever waiting thread finds no
 // one else reading (leader/follower): it polls the socket until its own
@@ -45,14 +50,21 @@ final class ControlChannel: @unchecked Sendable {
         receiveTransport = MessageTransport(limits: limits)
     }
 
-    /// A serial for a request (never 0).
-    func makeSerial() -> UInt32 {
-        condition.withLock {
-            let s = nextSerial
-            nextSerial = nextSerial == .max ? 1 : nextSerial + 1
-            return s
-        }
+    /// A serial for a request (never 0). Mutex held.
+    private func makeSerialLocked() -> UInt32 {
+        let s = nextSerial
+        nextSerial = nextSerial == .max ? 1 : nextSerial + 1
+        return s
     }
+
+    /// Where HELLO is. Mutex held to read or write.
+    private enum Greeting {
+        case none
+        case sent(serial: UInt32)
+        case done(NameServerHello)
+    }
+
+    private var greeting = Greeting.none
 
     enum Outcome {
         case reply(PCPortMessage)
@@ -60,38 +72,101 @@ final class ControlChannel: @unchecked Sendable {
         case receiveTimedOut
     }
 
-    /// Sends `message` (its first field "serial=`serial`") as a request and
-    /// waits up to `receiveTimeout` for the reply that echoes the serial.
+    /// portd's answer to HELLO, saying HELLO now if no request did yet.
+    func hello(timeout: Duration) throws(NameServerError) -> NameServerHello? {
+        if case .done(let h) = condition.withLock({ greeting }) { return h }
+        _ = try request(nil, [], replyPort: nil, sendTimeout: timeout, receiveTimeout: timeout)
+        if case .done(let h) = condition.withLock({ greeting }) { return h }
+        return nil
+    }
+
+    /// Sends request `msgid` ("serial=N", then `fields`; HELLO first when
+    /// this is the connection's first request) and waits up to
+    /// `receiveTimeout` for the reply that echoes its serial. `msgid` nil:
+    /// HELLO alone.
     func request(
-        _ message: PCPortMessage, serial: UInt32, sendTimeout: Duration, receiveTimeout: Duration
+        _ msgid: UInt32?, _ fields: [NameServerField], replyPort: SendRight?, sendTimeout: Duration,
+        receiveTimeout: Duration
     ) throws(NameServerError) -> Outcome {
-        try condition.withLock { () throws(NameServerError) in
+        typealias F = NameServerProtocol.Field
+        let (helloSerial, serial): (UInt32?, UInt32) = try condition.withLock { () throws(NameServerError) in
+            try settleGreetingLocked()
             if let failure { throw failure }
+            var helloSerial: UInt32?
+            if case .none = greeting {
+                let s = makeSerialLocked()
+                greeting = .sent(serial: s)
+                awaited.insert(s)
+                helloSerial = s
+            }
+            if msgid == nil, helloSerial == nil, case .sent(let s) = greeting { return (nil, s) }  // HELLO alone, sent already
+            let serial = msgid == nil ? helloSerial! : makeSerialLocked()
             awaited.insert(serial)
+            return (helloSerial, serial)
         }
+        let deadline = MonotonicInstant.now() + sendTimeout
         let sent: SendResult
         do {
             sent = try sendLock.withLock { () throws(PortError) -> SendResult in
                 guard let connection = right.currentConnection() else { throw .invalidated }
+                if let helloSerial {
+                    let hello = PCPortMessage(
+                        request: NameServerProtocol.MessageID.hello, serial: helloSerial,
+                        NameServerProtocol.versions.map { NameServerField(F.protocol, $0) })
+                    let r = try sendTransport.send(
+                        hello, on: connection.descriptor, replyPort: nil, replyExpected: true, before: deadline)
+                    if r == .timedOut { return r }
+                }
+                guard let msgid, msgid != NameServerProtocol.MessageID.hello || helloSerial == nil else { return .sent }
+                var message = PCPortMessage(request: msgid, serial: serial, fields)
+                message.replyPort = replyPort
                 return try sendTransport.send(
-                    message, on: connection.descriptor, replyPort: message.replyPort, replyExpected: true,
-                    before: .now() + sendTimeout)
+                    message, on: connection.descriptor, replyPort: replyPort, replyExpected: true, before: deadline)
             }
         } catch {
             forget(serial)
             if case .invalidated = error { throw .connectionLost }
             throw .transport(error)
         }
-        switch sent {
-        case .sent, .receiverGone:
-            // A gone portd may have left a record (a refusal of the
-            // connection): reading finds it, then the end.
-            break
-        case .timedOut:
+        if sent == .timedOut {
             forget(serial)
             return .sendTimedOut
         }
-        return try awaitReply(serial, until: .now() + receiveTimeout)
+        // .sent or .receiverGone: a gone portd may have left a record (a
+        // refusal of the connection); reading finds it, then the end.
+        let outcome: Outcome
+        do {
+            outcome = try awaitReply(serial, until: .now() + receiveTimeout)
+            if msgid == nil, case .reply(let record) = outcome {
+                // HELLO alone: its answer is the greeting.
+                try condition.withLock { () throws(NameServerError) in
+                    arrived[serial] = record
+                    try settleGreetingLocked()
+                }
+            }
+        } catch {
+            // HELLO's refusal says more than the request's loss.
+            try condition.withLock { () throws(NameServerError) in try settleGreetingLocked() }
+            throw error
+        }
+        try condition.withLock { () throws(NameServerError) in try settleGreetingLocked() }
+        return outcome
+    }
+
+    /// Mutex held: takes HELLO's answer if it came; throws (and fails the
+    /// connection) when it is a refusal.
+    private func settleGreetingLocked() throws(NameServerError) {
+        guard case .sent(let s) = greeting, let record = arrived.removeValue(forKey: s) else { return }
+        awaited.remove(s)
+        do throws(NameServerError) {
+            let reply = try NameServerReply(record)
+            if reply.isError { throw reply.unexpected(for: "HELLO") }
+            greeting = .done(
+                try NameServerError.parsing { () throws(NameServerProtocol.Violation) in try NameServerHello(reply: reply) })
+        } catch {
+            failure = error
+            throw error
+        }
     }
 
     private func forget(_ serial: UInt32) {

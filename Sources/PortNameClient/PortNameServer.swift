@@ -58,13 +58,18 @@ public final class PortNameServer: Sendable {
     struct Connection {
         var control: SendRight { channel.right }
         var channel: ControlChannel
-        /// portd's answer to HELLO on this connection.
-        var hello: NameServerHello
         var lossRelay = ConnectionLossRelay()
     }
 
-    /// What portd said in HELLO: the protocol version, its limits and features.
-    public var daemonHello: NameServerHello { connection.withLock { $0.hello } }
+    /// What portd said in HELLO on this connection: the protocol version,
+    /// its limits and features (says HELLO first if no request did yet).
+    public func daemonHello() throws(NameServerError) -> NameServerHello {
+        let channel = connection.withLock { $0.channel }
+        guard let hello = try channel.hello(timeout: timeout) else {
+            throw .timedOut("portd at \(socketPath) did not answer HELLO within \(Self.seconds(timeout))")
+        }
+        return hello
+    }
 
     /// The current connection to portd.
     private var control: SendRight { connection.withLock { $0.control } }
@@ -109,26 +114,7 @@ public final class PortNameServer: Sendable {
             throw .untrustedDirectory(error.description)
         }
         let right = try connect(location.path, timeout: timeout, limits: limits)
-        let channel = ControlChannel(right: right, limits: limits)
-        do {
-            let hello = try greet(channel, socketPath: location.path, timeout: timeout)
-            return Connection(channel: channel, hello: hello)
-        } catch {
-            right.invalidate()
-            throw error
-        }
-    }
-
-    /// HELLO: agrees on the protocol version.
-    private static func greet(_ channel: ControlChannel, socketPath: String, timeout: Duration) throws(NameServerError)
-        -> NameServerHello
-    {
-        let reply = try exchange(
-            on: channel, NameServerProtocol.MessageID.hello,
-            NameServerProtocol.versions.map { NameServerField(NameServerProtocol.Field.version, $0) }, replyPort: nil,
-            what: "HELLO", socketPath: socketPath, timeout: timeout, receiveTimeout: timeout)
-        if reply.isError { throw reply.unexpected(for: "HELLO") }
-        return try NameServerError.parsing { () throws(NameServerProtocol.Violation) in try NameServerHello(reply: reply) }
+        return Connection(channel: ControlChannel(right: right, limits: limits))
     }
 
     /// Connects to the portd this process's environment names: PORTD_SOCKET,
@@ -254,10 +240,7 @@ public final class PortNameServer: Sendable {
         on channel: ControlChannel, _ msgid: UInt32, _ fields: [NameServerField], replyPort: SendRight?, what: String,
         socketPath: String, timeout: Duration, receiveTimeout: Duration
     ) throws(NameServerError) -> NameServerReply<SendRight> {
-        let serial = channel.makeSerial()
-        var message = PCPortMessage(request: msgid, serial: serial, fields)
-        message.replyPort = replyPort
-        switch try channel.request(message, serial: serial, sendTimeout: timeout, receiveTimeout: receiveTimeout) {
+        switch try channel.request(msgid, fields, replyPort: replyPort, sendTimeout: timeout, receiveTimeout: receiveTimeout) {
         case .reply(let reply): return try NameServerReply(reply)
         case .sendTimedOut:
             throw .timedOut("portd at \(socketPath) took no request within \(Self.seconds(timeout)) (sending \(what))")

@@ -1,6 +1,6 @@
 // NameServerHello: the HELLO exchange that opens every connection to portd.
-// The client names the versions it speaks ("version=", one or more); portd
-// answers with the one it chose, its own software version, the client's id
+// The client names the protocol versions it speaks ("protocol=", one or
+// more); portd answers with the one it chose, its software version, the client's id
 // (as in owners, "PID:UID:CLIENT"), its limits and its features. portd
 // builds the reply here (`reply(serial:)`); the client reads it
 // (`init(reply:)`), keeping every field as is so that a tool can show
@@ -44,7 +44,7 @@ public struct NameServerHello: Sendable, Hashable {
     /// The fields of HELLO's reply after the serial, in the page's order.
     package var fields: [NameServerField] {
         typealias F = NameServerProtocol.Field
-        var f: [NameServerField] = [.init(F.version, version), .init(F.portd, portdVersion), .init(F.client, client)]
+        var f: [NameServerField] = [.init(F.protocol, version), .init(F.version, portdVersion), .init(F.client, client)]
         for (k, v) in orderedLimits { f.append(.init(k, v)) }
         for feature in features { f.append(.init(F.feature, feature)) }
         return f
@@ -54,8 +54,8 @@ public struct NameServerHello: Sendable, Hashable {
     package init<Port>(reply: NameServerReply<Port>) throws(NameServerProtocol.Violation) {
         typealias F = NameServerProtocol.Field
         let r = reply.record
-        guard let version = r.value(F.version), let portd = r.value(F.portd) else {
-            throw .init("the HELLO reply lacks version= or portd=")
+        guard let version = r.value(F.protocol), let portd = r.value(F.version) else {
+            throw .init("the HELLO reply lacks protocol= or version=")
         }
         var limits: [(String, UInt64)] = []
         for f in r.fields where f.key.hasPrefix("max_") || f.key.hasSuffix("_page") {

@@ -123,7 +123,7 @@ public enum NameServerProtocol {
     public enum Field {
         /// The client's number for a request, echoed in its reply.
         public static let serial = "serial"
-        /// HELLO: a protocol version ("1.0"); STATUS: portd's software version.
+        /// portd's software version (HELLO's reply, STATUS).
         public static let version = "version"
         /// ERROR: the error word.
         public static let error = "error"
@@ -168,10 +168,10 @@ public enum NameServerProtocol {
         public static let clients = "clients"
         public static let lookups = "lookups"
         public static let refusals = "refusals"
-        /// STATUS: the protocol version of this connection.
+        /// A protocol version, "MAJOR.MINOR": those a client speaks (HELLO,
+        /// once per version), the one agreed (HELLO's reply, STATUS), those
+        /// portd speaks ("unsupported-version").
         public static let `protocol` = "protocol"
-        /// HELLO's reply: portd's software version.
-        public static let portd = "portd"
         /// HELLO's reply: this connection's client id (as in owners).
         public static let client = "client"
         /// HELLO's reply: a feature.
@@ -191,7 +191,7 @@ public enum NameServerProtocol {
         public static let all = [
             serial, version, error, message, name, owner, option, result, place, waitMilliseconds, after, from, more,
             since, queueLength, queued, declared, checkedIn, event, old, new, missed, pid, uptime, names, clients,
-            lookups, refusals, `protocol`, portd, client, feature, maxRecordBytes, maxRequestBytes, maxRequestFields,
+            lookups, refusals, `protocol`, client, feature, maxRecordBytes, maxRequestBytes, maxRequestFields,
             maxNames, maxPending, maxWatches, maxWaitMilliseconds, listPage, ownerPage,
         ]
     }

@@ -24,53 +24,73 @@ private func texts(_ components: [NameServerComponent<String>]) -> [String] {
 
 /// Parses what `reply` sends.
 private func parsed(_ reply: Reply) throws -> Reply {
-    try Reply(parsing: reply.components, msgid: 1)
+    try Reply(msgid: reply.msgid, components: reply.components)
 }
 
 @Suite struct NameServerVocabularyRoundTripTests {
-    let owner = NameOwner.Process(pid: 12, uid: 1000)
+    let owner = NameOwner.Process(pid: 12, uid: 1000, client: 3)
 
     @Test func repliesHaveTheProtocolsComponents() {
-        #expect(texts(Reply.word(.queued).components) == ["queued"])
-        #expect(texts(Reply.error(.notFound, "no port").components) == ["not-found", "message=no port"])
-        #expect(texts(Reply.registered(listening: "l").components) == ["registered", "<l>"])
-        #expect(texts(Reply.alreadyOwned(by: owner).components) == ["already-owned", "pid=12", "uid=1000"])
-        #expect(texts(Reply.found("c", owner: owner).components) == ["found", "<c>", "pid=12", "uid=1000"])
-        #expect(texts(Reply.checkedIn(listening: "l").components) == ["checked-in", "<l>"])
-        let queued = [NameOwner.Process(pid: 13, uid: 1001), NameOwner.Process(pid: 14, uid: 1002)]
+        #expect(texts(Reply.queued(serial: 7, name: "svc", place: 2).components) == ["serial=7", "name=svc", "result=queued", "place=2"])
+        #expect(Reply.queued(serial: 7, name: "svc", place: 2).msgid == NameServerProtocol.MessageID.reply)
+        let notFound = Reply.error(serial: 7, .notFound, "no port")
+        #expect(texts(notFound.components) == ["serial=7", "error=not-found", "message=no port"])
+        #expect(notFound.msgid == NameServerProtocol.MessageID.error)
+        #expect(texts(Reply.registered(serial: 1, name: "svc", listening: "l").components) == ["serial=1", "name=svc", "result=registered", "<l>"])
         #expect(
-            texts(Reply.owner(NameOwner(name: "svc", owner: owner, sinceMilliseconds: 5, queued: queued)).components)
-                == ["ok", "pid=12", "uid=1000", "since_ms=5", "queued=13:1001", "queued=14:1002"])
-        #expect(texts(Reply.list(lines: ["a\t1\t2\t3\t0"], more: true).components) == ["ok", "a\t1\t2\t3\t0", "more"])
-        #expect(texts(Reply.list(lines: [], more: false).components) == ["ok"])
+            texts(Reply.alreadyOwned(serial: 1, name: "svc", by: owner).components)
+                == ["serial=1", "error=already-owned", "message=svc is owned by pid 12 (uid 1000)", "owner=12:1000:3"])
+        #expect(texts(Reply.found(serial: 2, name: "svc", owner: owner, connection: "c").components) == ["serial=2", "name=svc", "owner=12:1000:3", "<c>"])
+        #expect(texts(Reply.checkedIn(serial: 2, name: "svc", listening: "l").components) == ["serial=2", "name=svc", "<l>"])
+        #expect(texts(Reply.done(serial: 2, name: nil).components) == ["serial=2"])
+        let queued = [NameOwner.Process(pid: 13, uid: 1001, client: 4), NameOwner.Process(pid: 14, uid: 1002, client: 5)]
+        #expect(
+            texts(Reply.owner(serial: 3, NameOwner(name: "svc", owner: owner, sinceMilliseconds: 5, queued: queued, queueLength: 9), more: true).components)
+                == ["serial=3", "name=svc", "owner=12:1000:3", "since_ms=5", "queue_length=9", "more=1", "queued=13:1001:4", "queued=14:1002:5"])
+        let entry = NameEntry(name: "a", owner: owner, sinceMilliseconds: 3, queuedCount: 0)
+        let declared = NameEntry(name: "d", owner: .init(pid: 1, uid: 0), sinceMilliseconds: 4, queuedCount: 0, isDeclared: true, checkedInPID: 77)
+        #expect(
+            texts(Reply.list(serial: 4, entries: [entry, declared], more: true).components)
+                == ["serial=4", "more=1", "name=a", "owner=12:1000:3", "since_ms=3", "queue_length=0",
+                    "name=d", "owner=1:0:0", "since_ms=4", "queue_length=0", "declared=1", "checked_in=77"])
+        #expect(texts(Reply.list(serial: 4, entries: [], more: false).components) == ["serial=4", "more=0"])
         let status = NameServerStatus(
             version: "0.1.0", pid: 42, uptimeMilliseconds: 7, names: 1, clients: 2, lookups: 3, refusals: 4, declared: 5)
         #expect(
-            texts(Reply.status(status).components)
+            texts(Reply.status(serial: 5, status).components)
                 == [
-                    "ok", "version=0.1.0", "pid=42", "uptime_ms=7", "names=1", "clients=2", "lookups=3", "refusals=4",
-                    "declared=5",
+                    "serial=5", "version=0.1.0", "protocol=1.0", "pid=42", "uptime_ms=7", "names=1", "clients=2", "lookups=3",
+                    "refusals=4", "declared=5",
                 ])
     }
 
     @Test func whatPortdBuildsTheClientReads() throws {
-        let found = try parsed(.found("c", owner: owner))
-        #expect(found.replyWord == .found && found.ports == ["c"])
-        #expect(try found.process() == owner)
-        let error = try parsed(.error(.denied, "no"))
-        #expect(error.error?.word == .denied && error.error?.message == "no")
+        let found = try parsed(.found(serial: 9, name: "svc", owner: owner, connection: "c"))
+        #expect(!found.isError && found.serial == 9 && found.ports == ["c"])
+        #expect(try found.record.owner("owner", in: "test") == owner)
+        let error = try parsed(.error(serial: 9, .denied, "no"))
+        #expect(error.errorWord == .denied && error.error?.message == "no")
         if case .denied("no") = error.failure {} else { Issue.record("\(String(describing: error.failure))") }
-        let reported = NameOwner(name: "svc", owner: owner, sinceMilliseconds: 5, queued: [.init(pid: 1, uid: 2)])
-        #expect(try NameOwner(name: "svc", reply: parsed(.owner(reported))) == reported)
+        let reported = NameOwner(name: "svc", owner: owner, sinceMilliseconds: 5, queued: [.init(pid: 1, uid: 2, client: 8)])
+        #expect(try NameOwner(reply: parsed(.owner(serial: 1, reported, more: false))) == reported)
         let entries = [
             NameEntry(name: "a", owner: owner, sinceMilliseconds: 1, queuedCount: 0),
-            NameEntry(name: "b", owner: owner, sinceMilliseconds: 2, queuedCount: 3),
+            NameEntry(name: "b", owner: owner, sinceMilliseconds: 2, queuedCount: 3, isDeclared: true, checkedInPID: 5),
         ]
-        let page = try parsed(.list(lines: entries.map(\.listLine), more: true)).listPage()
+        let page = try parsed(.list(serial: 1, entries: entries, more: true)).listPage()
         #expect(page.entries == entries && page.more)
         let status = NameServerStatus(
             version: "0.1.0", pid: 42, uptimeMilliseconds: 7, names: 1, clients: 2, lookups: 3, refusals: 4, declared: 5)
-        #expect(try NameServerStatus(parsed(.status(status))) == status)
+        #expect(try NameServerStatus(parsed(.status(serial: 1, status))) == status)
+    }
+
+    @Test func malformedRepliesAreViolations() {
+        #expect(throws: NameServerProtocol.Violation.self) { try Reply(msgid: NameServerProtocol.MessageID.reply, components: [.text("name=x")]) }
+        #expect(throws: NameServerProtocol.Violation.self) { try Reply(msgid: NameServerProtocol.MessageID.reply, components: [.text("serial=1"), .text("no equals")]) }
+        #expect(throws: NameServerProtocol.Violation.self) { try Reply(msgid: NameServerProtocol.MessageID.error, components: [.text("serial=1")]) }
+        #expect(throws: NameServerProtocol.Violation.self) { try Reply(msgid: 1, components: [.text("serial=1")]) }
+        #expect(throws: NameServerProtocol.Violation.self) { try Reply(msgid: NameServerProtocol.MessageID.reply, components: [.text("serial=1"), .port("p"), .text("name=x")]) }
+        #expect(throws: NameServerProtocol.Violation.self) { try Reply(msgid: NameServerProtocol.MessageID.reply, components: [.text("serial=1"), .text("Name=x")]) }
     }
 
     @Test func theNameRuleAndItsTwoWordings() {
@@ -93,36 +113,42 @@ private func parsed(_ reply: Reply) throws -> Reply {
 
     @Test func notificationsThroughTheAdapter() throws {
         let right = try PCPort().makeSendRight()
-        let change = NameOwnerChange(name: "svc", event: .known(.replaced), oldOwner: owner, newOwner: .init(pid: 13, uid: 1000))
-        let changed = PCPortMessage(notification: .ownerChanged(change))
+        let change = NameOwnerChange(
+            name: "svc", event: .known(.replaced), oldOwner: owner, newOwner: .init(pid: 13, uid: 1000, client: 4))
+        let changed = PCPortMessage(notification: .ownerChanged(serial: 6, change))
         #expect(changed.msgid == NameServerProtocol.MessageID.nameOwnerChanged)
-        #expect(changed.components.map(\.string) == ["svc", "replaced", "pid=12,uid=1000", "pid=13,uid=1000"])
-        #expect(try NameOwnerChange(changed) == change)
+        #expect(changed.components.map(\.string) == ["serial=6", "name=svc", "event=replaced", "old=12:1000:3", "new=13:1000:4"])
+        guard case .ownerChanged(6, let read) = try NameServerNotification(changed) else {
+            Issue.record("not NAME_OWNER_CHANGED")
+            return
+        }
+        #expect(read == change)
+        let registered = PCPortMessage(notification: .ownerChanged(serial: 6, NameOwnerChange(name: "svc", event: .known(.registered), oldOwner: nil, newOwner: owner)))
+        #expect(registered.components.map(\.string) == ["serial=6", "name=svc", "event=registered", "new=12:1000:3"])
 
-        let acquired = PCPortMessage(notification: .acquired(name: "svc", listening: right))
+        let acquired = PCPortMessage(notification: .acquired(serial: 2, name: "svc", listening: right))
         #expect(acquired.msgid == NameServerProtocol.MessageID.nameAcquired)
-        guard case .acquired("svc", let port) = try NameServerNotification(msgid: acquired.msgid, components: acquired.nameServerComponents)
-        else {
+        guard case .acquired(2, "svc", let port) = try NameServerNotification(acquired) else {
             Issue.record("not NAME_ACQUIRED")
             return
         }
         #expect(port === right)
 
-        let lost = PCPortMessage(notification: .lost(name: "svc", to: owner))
+        let lost = PCPortMessage(notification: .lost(serial: 2, name: "svc", to: owner))
         #expect(lost.msgid == NameServerProtocol.MessageID.nameLost)
-        #expect(lost.components.map(\.string) == ["svc", "pid=12", "uid=1000"])
-        guard case .lost("svc", let to) = try NameServerNotification(msgid: lost.msgid, components: lost.nameServerComponents)
-        else {
+        #expect(lost.components.map(\.string) == ["serial=2", "name=svc", "new=12:1000:3"])
+        guard case .lost(2, "svc", let to) = try NameServerNotification(lost) else {
             Issue.record("not NAME_LOST")
             return
         }
         #expect(to == owner)
 
-        let reply = PCPortMessage(msgid: 9, reply: .registered(listening: right))
-        #expect(reply.msgid == 9)
+        let overflow = PCPortMessage(notification: .watchOverflow(serial: 3, missed: 40))
+        #expect(overflow.components.map(\.string) == ["serial=3", "missed=40"])
+
+        let reply = PCPortMessage(reply: .registered(serial: 9, name: "svc", listening: right))
+        #expect(reply.msgid == NameServerProtocol.MessageID.reply)
         #expect(try NameServerReply(reply).ports.first === right)
-        #expect(throws: NameServerProtocol.Violation.self) {
-            try NameServerNotification(msgid: 1, components: reply.nameServerComponents)
-        }
+        #expect(throws: NameServerError.self) { try NameServerNotification(reply) }
     }
 }

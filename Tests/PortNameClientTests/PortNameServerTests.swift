@@ -26,33 +26,35 @@ import PortCore
 }
 
 @Suite struct NameServerReplyTests {
-    private func message(_ parts: [PCPortMessage.Component]) -> PCPortMessage {
-        PCPortMessage(msgid: 1, components: parts)
-    }
-
     private func d(_ s: String) -> PCPortMessage.Component { .data(Array(s.utf8)) }
 
-    @Test func wordFieldsAndPorts() throws {
+    private let reply = NameServerProtocol.MessageID.reply
+    private let error = NameServerProtocol.MessageID.error
+
+    @Test func fieldsAndPorts() throws {
         let right = try PCPort().makeSendRight()
-        let reply = try NameServerReply(message([d("found"), .port(right), d("pid=12"), d("uid=1000"), d("pid=13"), d("free text")]))
-        #expect(reply.word == "found")
-        #expect(reply.ports.count == 1 && reply.ports[0] === right)
-        #expect(reply.field("pid") == "12")
-        #expect(reply.fields("pid") == ["12", "13"])
-        #expect(try reply.integer("uid", as: UInt32.self) == 1000)
-        #expect(reply.keyValuePairs.map(\.key) == ["pid", "uid", "pid"])
-        #expect(reply.failure == nil)
+        let parsed = try NameServerReply(
+            PCPortMessage(msgid: reply, components: [d("serial=4"), d("name=svc"), d("owner=12:1000:7"), d("pid=13"), .port(right)]))
+        #expect(!parsed.isError && parsed.serial == 4)
+        #expect(parsed.ports.count == 1 && parsed.ports[0] === right)
+        #expect(parsed.value("name") == "svc")
+        #expect(try parsed.record.owner("owner", in: "t") == NameOwner.Process(pid: 12, uid: 1000, client: 7))
+        #expect(try parsed.record.integer("pid", as: Int32.self, in: "t") == 13)
+        #expect(parsed.failure == nil)
     }
 
     @Test func malformedReplies() throws {
         let right = try PCPort().makeSendRight()
-        #expect(throws: NameServerError.self) { try NameServerReply(self.message([])) }
-        #expect(throws: NameServerError.self) { try NameServerReply(self.message([.port(right)])) }
-        #expect(throws: NameServerError.self) { try NameServerReply(self.message([.data([0xff, 0xfe])])) }
-        let missing = try NameServerReply(message([d("ok")]))
-        #expect(throws: NameServerProtocol.Violation.self) { try missing.integer("pid", as: Int32.self) }
-        let notNumber = try NameServerReply(message([d("ok"), d("pid=x")]))
-        #expect(throws: NameServerProtocol.Violation.self) { try notNumber.integer("pid", as: Int32.self) }
+        #expect(throws: NameServerError.self) { try NameServerReply(PCPortMessage(msgid: self.reply, components: [])) }
+        #expect(throws: NameServerError.self) { try NameServerReply(PCPortMessage(msgid: self.reply, components: [.port(right)])) }
+        #expect(throws: NameServerError.self) { try NameServerReply(PCPortMessage(msgid: self.reply, components: [.data([0xff, 0xfe])])) }
+        #expect(throws: NameServerError.self) { try NameServerReply(PCPortMessage(msgid: 7, components: [self.d("serial=1")])) }
+        let missing = try NameServerReply(PCPortMessage(msgid: reply, components: [d("serial=1")]))
+        #expect(throws: NameServerProtocol.Violation.self) { try missing.record.integer("pid", as: Int32.self, in: "t") }
+        let notNumber = try NameServerReply(PCPortMessage(msgid: reply, components: [d("serial=1"), d("pid=x")]))
+        #expect(throws: NameServerProtocol.Violation.self) { try notNumber.record.integer("pid", as: Int32.self, in: "t") }
+        let badOwner = try NameServerReply(PCPortMessage(msgid: reply, components: [d("serial=1"), d("owner=1:2")]))
+        #expect(throws: NameServerProtocol.Violation.self) { try badOwner.record.owner("owner", in: "t") }
     }
 
     @Test func errorWordsBecomeErrors() throws {
@@ -61,50 +63,75 @@ import PortCore
             ("denied", { if case .denied("why") = $0 { true } else { false } }),
             ("limit", { if case .limit("why") = $0 { true } else { false } }),
             ("bad-request", { if case .badRequest("why") = $0 { true } else { false } }),
+            ("hello-required", { if case .badRequest("why") = $0 { true } else { false } }),
+            ("unsupported-version", { if case .unsupportedVersion("why") = $0 { true } else { false } }),
             ("internal", { if case .daemonFailure("why") = $0 { true } else { false } }),
         ]
         for (word, matches) in cases {
-            let reply = try NameServerReply(message([d(word), d("message=why")]))
-            let failure = try #require(reply.failure, "\(word)")
+            let parsed = try NameServerReply(PCPortMessage(msgid: error, components: [d("serial=1"), d("error=\(word)"), d("message=why")]))
+            let failure = try #require(parsed.failure, "\(word)")
             #expect(matches(failure), "\(word) gave \(failure)")
         }
-        let odd = try NameServerReply(message([d("surprise")]))
+        let odd = try NameServerReply(PCPortMessage(msgid: error, components: [d("serial=1"), d("error=surprise")]))
         if case .protocolError = odd.unexpected(for: "STATUS") {} else { Issue.record("not a protocol error") }
     }
 
-    @Test func listLines() {
+    @Test func listEntries() throws {
+        let page = try NameServerReply(
+            PCPortMessage(
+                msgid: reply,
+                components: [
+                    d("serial=1"), d("more=0"), d("name=svc"), d("owner=12:1000:3"), d("since_ms=1795279621007"),
+                    d("queue_length=2"), d("future=1"), d("name=decl"), d("owner=1:0:0"), d("since_ms=5"), d("queue_length=0"),
+                    d("declared=1"), d("checked_in=99"),
+                ])
+        ).listPage()
+        #expect(!page.more)
         #expect(
-            NameEntry(listLine: "svc\t12\t1000\t1795279621007\t2")
-                == NameEntry(name: "svc", owner: .init(pid: 12, uid: 1000), sinceMilliseconds: 1_795_279_621_007, queuedCount: 2))
-        for bad in ["svc\t12\t1000\t5", "\t1\t1\t1\t0", "svc\tx\t1\t1\t0", "svc 1 1 1 0"] {
-            #expect(NameEntry(listLine: bad) == nil, "\(bad)")
+            page.entries == [
+                NameEntry(name: "svc", owner: .init(pid: 12, uid: 1000, client: 3), sinceMilliseconds: 1_795_279_621_007, queuedCount: 2),
+                NameEntry(name: "decl", owner: .init(pid: 1, uid: 0), sinceMilliseconds: 5, queuedCount: 0, isDeclared: true, checkedInPID: 99),
+            ])
+        for bad in [["name=svc", "owner=12:1000", "since_ms=1", "queue_length=0"], ["name=svc", "owner=1:1:1", "since_ms=x", "queue_length=0"], ["name=svc"]] {
+            #expect(throws: NameServerProtocol.Violation.self, "\(bad)") {
+                try NameServerReply(PCPortMessage(msgid: self.reply, components: [self.d("serial=1"), self.d("more=0")] + bad.map(self.d))).listPage()
+            }
         }
     }
 
     @Test func ownerChanges() throws {
         let id = NameServerProtocol.MessageID.nameOwnerChanged
-        let registered = try NameOwnerChange(PCPortMessage(msgid: id, strings: ["svc", "registered", "", "pid=5,uid=7"]))
-        #expect(registered == NameOwnerChange(name: "svc", event: .known(.registered), oldOwner: nil, newOwner: .init(pid: 5, uid: 7)))
-        let replaced = try NameOwnerChange(PCPortMessage(msgid: id, strings: ["svc", "replaced", "pid=5,uid=7", "pid=6,uid=7"]))
-        #expect(replaced.oldOwner == .init(pid: 5, uid: 7) && replaced.newOwner == .init(pid: 6, uid: 7))
-        let newer = try NameOwnerChange(PCPortMessage(msgid: id, strings: ["svc", "frobbed", "", ""]))
+        func change(_ fields: [String]) throws -> NameOwnerChange {
+            guard case .ownerChanged(_, let c) = try NameServerNotification(PCPortMessage(msgid: id, strings: fields)) else {
+                throw NameServerError.protocolError("not a change")
+            }
+            return c
+        }
+        let registered = try change(["serial=1", "name=svc", "event=registered", "new=5:7:1"])
+        #expect(registered == NameOwnerChange(name: "svc", event: .known(.registered), oldOwner: nil, newOwner: .init(pid: 5, uid: 7, client: 1)))
+        let replaced = try change(["serial=1", "name=svc", "event=replaced", "old=5:7:1", "new=6:7:2"])
+        #expect(replaced.oldOwner == .init(pid: 5, uid: 7, client: 1) && replaced.newOwner == .init(pid: 6, uid: 7, client: 2))
+        let newer = try change(["serial=1", "name=svc", "event=frobbed"])
         #expect(newer.event == .other("frobbed"))
-        #expect(throws: NameServerError.self) { try NameOwnerChange(PCPortMessage(msgid: 1, strings: ["svc", "released", "", ""])) }
-        #expect(throws: NameServerError.self) { try NameOwnerChange(PCPortMessage(msgid: id, strings: ["svc", "released", ""])) }
-        #expect(throws: NameServerError.self) { try NameOwnerChange(PCPortMessage(msgid: id, strings: ["svc", "released", "pid=x", ""])) }
+        #expect(throws: NameServerError.self) { try NameServerNotification(PCPortMessage(msgid: 1, strings: ["serial=1", "name=svc", "event=released"])) }
+        #expect(throws: NameServerError.self) { try change(["serial=1", "name=svc"]) }
+        #expect(throws: NameServerError.self) { try change(["serial=1", "name=svc", "event=released", "old=x"]) }
+        #expect(throws: NameServerError.self) { try change(["name=svc", "event=released"]) }
     }
 
     @Test func statusFields() throws {
-        let reply = try NameServerReply(
-            message([
-                d("ok"), d("version=0.1.0"), d("pid=42"), d("uptime_ms=1234"), d("names=3"), d("clients=2"),
+        let parsed = try NameServerReply(
+            PCPortMessage(msgid: reply, components: [
+                d("serial=1"), d("version=0.1.0"), d("protocol=1.0"), d("pid=42"), d("uptime_ms=1234"), d("names=3"), d("clients=2"),
                 d("lookups=9"), d("refusals=1"), d("declared=0"), d("future=yes"),
             ]))
-        let status = try NameServerStatus(reply)
+        let status = try NameServerStatus(parsed)
         #expect(status.version == "0.1.0" && status.pid == 42 && status.uptimeMilliseconds == 1234)
         #expect(status.names == 3 && status.clients == 2 && status.lookups == 9 && status.refusals == 1 && status.declared == 0)
         #expect(status.fields.last == NameServerStatus.Field(key: "future", value: "yes"))
-        #expect(throws: NameServerProtocol.Violation.self) { try NameServerStatus(try NameServerReply(self.message([self.d("ok"), self.d("pid=1")]))) }
+        #expect(throws: NameServerProtocol.Violation.self) {
+            try NameServerStatus(try NameServerReply(PCPortMessage(msgid: self.reply, components: [self.d("serial=1"), self.d("pid=1")])))
+        }
     }
 
     @Test func registrationOptionWords() {
@@ -170,7 +197,8 @@ import PortCore
             #expect {
                 _ = try client.status()
             } throws: { error in
-                if case .timedOut = error as? NameServerError { true } else { false }
+                if case .timedOut(let what) = error as? NameServerError { return what.contains("did not answer STATUS") }
+                return false
             }
             // Now the "daemon" accepts and hangs up at once.
             guard let accepted = try UnixSocket.accept(listener) else {

@@ -19,18 +19,18 @@ import PortTestSupport
         try "[Policy]\nDenyRegister=forbidden.* *\n".write(toFile: config, atomically: true, encoding: .utf8)
         let daemon = try DaemonProcess.started(socket: dir.appending("portd.sock"), arguments: ["--config", config])
         let client = try NameClient(socket: daemon.socketPath)
-        #expect(try client.register("forbidden.name").words.first == "denied")
+        #expect(try client.register("forbidden.name").outcome == "denied")
         let allowed = try client.register("allowed.name")  // keeps the receive right open
-        #expect(allowed.words.first == "registered")
+        #expect(allowed.outcome == "registered")
 
         try "[Policy]\nDenyRegister=allowed.* *\n".write(toFile: config, atomically: true, encoding: .utf8)
         daemon.child.signal(SIGHUP)
         try daemon.notify.waitFor("RELOADING=1", from: daemon.child)
         try daemon.notify.waitFor("READY=1", from: daemon.child)
-        #expect(try client.register("forbidden.name").words.first == "registered")
-        #expect(try client.register("allowed.other").words.first == "denied")
+        #expect(try client.register("forbidden.name").outcome == "registered")
+        #expect(try client.register("allowed.other").outcome == "denied")
         // Names owned before the reload stay owned.
-        #expect(try client.lookUp("allowed.name").words.first == "found")
+        #expect(try client.lookUp("allowed.name").outcome == "ok")
         withExtendedLifetime(allowed) {}
         client.close()
         #expect(try daemon.stop() == 0)
@@ -47,7 +47,7 @@ import PortTestSupport
         try daemon.notify.waitFor("RELOADING=1", from: daemon.child)
         try daemon.notify.waitFor("READY=1", from: daemon.child)
         let client = try NameClient(socket: daemon.socketPath)
-        #expect(try client.register("forbidden.name").words.first == "denied")
+        #expect(try client.register("forbidden.name").outcome == "denied")
         client.close()
         #expect(try daemon.stop() == 0)
     }
@@ -59,7 +59,7 @@ import PortTestSupport
         try daemon.notify.waitFor("WATCHDOG=1", from: daemon.child)
         try daemon.notify.waitFor("WATCHDOG=1", from: daemon.child)
         let client = try NameClient(socket: daemon.socketPath)
-        #expect(try client.register("counted").words.first == "registered")
+        #expect(try client.register("counted").outcome == "registered")
         let deadline = MonotonicInstant.now() + HarnessTimeout
         var sawCount = false
         while !sawCount, MonotonicInstant.now() < deadline, let m = try daemon.notify.next(from: daemon.child) {

@@ -344,7 +344,7 @@ final class NameServer {
             refusalLog.log("request before HELLO", who)
             return reply(.error(
                 serial: serial, .helloRequired,
-                "send HELLO with version=\(NameServerProtocol.version) first (portd-protocol(7), NAME SERVER)"))
+                "send HELLO with protocol=\(NameServerProtocol.version) first (portd-protocol(7), NAME SERVER)"))
         }
         if let name = request.name { who["name"] = "\(name)" }
         let groups = groups(of: client, sender: sender, connector: message.connectionCredentials)
@@ -406,7 +406,7 @@ final class NameServer {
             return reply(.error(
                 serial: serial, .unsupportedVersion,
                 "portd speaks protocol \(NameServerProtocol.versions.joined(separator: ", ")), not \(versions.joined(separator: ", "))",
-                NameServerProtocol.versions.map { NameServerField(F.version, $0) }))
+                NameServerProtocol.versions.map { NameServerField(F.protocol, $0) }))
         }
         _ = agreed
         greeted.insert(client)

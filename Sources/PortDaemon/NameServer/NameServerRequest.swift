@@ -147,9 +147,9 @@ enum NameServerRequest: Equatable, Sendable {
         typealias F = NameServerProtocol.Field
         switch msgid {
         case MessageID.hello:
-            let f = try Fields(fields, verb: "HELLO", once: [], many: [F.version])
-            let versions = f.multiple[F.version] ?? []
-            guard !versions.isEmpty else { throw .badRequest("HELLO needs at least one version=") }
+            let f = try Fields(fields, verb: "HELLO", once: [], many: [F.protocol])
+            let versions = f.multiple[F.protocol] ?? []
+            guard !versions.isEmpty else { throw .badRequest("HELLO needs at least one protocol=") }
             return .hello(versions: versions)
         case MessageID.status:
             _ = try Fields(fields, verb: "STATUS", once: [])

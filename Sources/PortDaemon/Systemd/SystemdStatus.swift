@@ -19,15 +19,14 @@ struct SystemdStatus: Equatable, Sendable {
     /// The STATUS= text (one line).
     var text: String {
         let counts = [
-            Self.count(names, "name"), Self.count(clients, "client"), Self.count(declaredPorts, "declared port"),
-            Self.count(pendingLookups, "pending lookup"), Self.count(refusals, "refusal"),
+            "\(names) name\(Self.plural(names))", "\(clients) client\(Self.plural(clients))",
+            "\(declaredPorts) declared port\(Self.plural(declaredPorts))",
+            "\(pendingLookups) pending lookup\(Self.plural(pendingLookups))", "\(refusals) refusal\(Self.plural(refusals))",
         ]
         return "Serving \(socketPath): " + counts.joined(separator: ", ")
     }
 
-    private static func count(_ n: Int, _ noun: String) -> String {
-        n == 1 ? "1 \(noun)" : "\(n) \(noun)s"
-    }
+    private static func plural(_ n: Int) -> String { n == 1 ? "" : "s" }
 }
 
 extension SystemdNotifier {

@@ -2,7 +2,7 @@
 """A name-server client in another process and language, written from portd-protocol(7).
 
   name_client.py register SOCKET NAME
-        REGISTER NAME; print the reply's first word on stderr; on "registered",
+        REGISTER NAME; print the outcome (below) on stderr; on "registered",
         keep the name (and its listening socket) until killed.
   name_client.py checkin-receive SOCKET NAME N
         CHECKIN NAME (a declared port); accept connections on the listening socket
@@ -15,13 +15,17 @@
   name_client.py as-user UID GIDS SOCKET REQUEST NAME
         become UID with primary gid UID and the supplementary groups GIDS (comma
         separated, "-" for none), send REQUEST (register or checkin) for NAME and
-        print the reply's first component on stdout.
+        print the outcome on stdout.
   name_client.py as-uid UID SOCKET
-        drop to UID (and gid UID), send STATUS, print the reply's components on stdout.
+        drop to UID (and gid UID), send STATUS, print the reply's fields on stdout.
   name_client.py queue SOCKET NAME N
         open N connections, each sending REGISTER NAME with a reply port of its own
         (a socketpair); print "queued N" on stdout once every reply was "queued", and
         hold the connections until killed.
+
+Every connection opens with HELLO (protocol=1.0), sent without waiting for
+its reply: requests pipeline. The outcome of a reply is an ERROR's "error="
+word, REGISTER's "result=", or "ok" for any other REPLY.
 """
 import os
 import select
@@ -32,11 +36,12 @@ import sys
 
 FLAG_REPLY_PORT, FLAG_REPLY_EXPECTED = 0x01, 0x02
 KIND_DATA, KIND_PORT = 1, 2
-REGISTER, STATUS, CHECKIN = 0xFFFF0002, 0xFFFF0001, 0xFFFF0008
+REGISTER, STATUS, CHECKIN, HELLO = 0xFFFF0002, 0xFFFF0001, 0xFFFF0008, 0xFFFF0009
+REPLY, ERROR = 0xFFFF0200, 0xFFFF0201
 
 
-def encode(msgid, strings, flags=FLAG_REPLY_EXPECTED):
-    data = [s.encode() for s in strings]
+def encode(msgid, strings, flags=FLAG_REPLY_EXPECTED, serial=1):
+    data = [s.encode() for s in [f"serial={serial}"] + strings]
     header = b"port" + struct.pack("<BBHI", 1, flags, len(data), msgid)
     table = b"".join(struct.pack("<B3xI", KIND_DATA, len(d)) for d in data)
     return header + table + b"".join(data)
@@ -56,26 +61,51 @@ def decode(record):
     return msgid, comps
 
 
-def request(path, msgid, strings):
+def outcome(msgid, comps):
+    fields = dict(c.split("=", 1) for c in comps if c is not None)
+    if msgid == ERROR:
+        return fields.get("error", "?")
+    return fields.get("result", "ok")
+
+
+def connect(path):
+    """A connection that said HELLO (its reply is read by `receive`)."""
     s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     s.connect(path)
-    s.send(encode(msgid, strings))
-    record, fds, _, _ = socket.recv_fds(s, 65536, 4)
-    return s, decode(record)[1], fds
+    s.send(encode(HELLO, ["protocol=1.0"], serial=1))
+    return s
+
+
+def receive(s, serial):
+    """The record that answers `serial`, and its descriptors."""
+    while True:
+        record, fds, _, _ = socket.recv_fds(s, 262144, 4)
+        msgid, comps = decode(record)
+        if comps and comps[0] == f"serial={serial}":
+            return msgid, comps, fds
+        for fd in fds:
+            os.close(fd)
+
+
+def request(path, msgid, strings):
+    s = connect(path)
+    s.send(encode(msgid, strings, serial=2))
+    msgid, comps, fds = receive(s, 2)
+    return s, (outcome(msgid, comps), comps[1:]), fds
 
 
 def main():
     verb = sys.argv[1]
     if verb == "register":
-        control, reply, fds = request(sys.argv[2], REGISTER, [sys.argv[3]])
+        control, reply, fds = request(sys.argv[2], REGISTER, ["name=" + sys.argv[3]])
         print(reply[0], file=sys.stderr, flush=True)
         if reply[0] != "registered":
             return 1
         signal.pause()  # hold the name until killed
         return 0
     if verb == "checkin-receive":
-        control, reply, fds = request(sys.argv[2], CHECKIN, [sys.argv[3]])
-        if reply[0] != "checked-in":
+        control, reply, fds = request(sys.argv[2], CHECKIN, ["name=" + sys.argv[3]])
+        if reply[0] != "ok":
             print(reply[0], flush=True)
             return 1
         listening = socket.socket(fileno=fds[0])
@@ -107,16 +137,14 @@ def main():
     if verb == "queue":
         held = []
         for i in range(int(sys.argv[4])):
-            control = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-            control.connect(sys.argv[2])
+            control = connect(sys.argv[2])
             mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
             flags = FLAG_REPLY_EXPECTED | FLAG_REPLY_PORT
-            socket.send_fds(control, [encode(REGISTER, [sys.argv[3]], flags)], [theirs.fileno()])
+            socket.send_fds(control, [encode(REGISTER, ["name=" + sys.argv[3]], flags, serial=2)], [theirs.fileno()])
             theirs.close()
-            record, fds, _, _ = socket.recv_fds(control, 65536, 4)
-            reply = decode(record)[1]
-            if reply[0] != "queued":
-                print(i, *reply, flush=True)
+            msgid, comps, fds = receive(control, 2)
+            if outcome(msgid, comps) != "queued":
+                print(i, *comps, flush=True)
                 return 1
             held.append((control, mine))
         print("queued", len(held), flush=True)
@@ -128,7 +156,7 @@ def main():
         os.setgid(uid)
         os.setuid(uid)
         msgid = {"register": REGISTER, "checkin": CHECKIN}[sys.argv[5]]
-        control, reply, fds = request(sys.argv[4], msgid, [sys.argv[6]])
+        control, reply, fds = request(sys.argv[4], msgid, ["name=" + sys.argv[6]])
         print(reply[0], flush=True)
         return 0
     if verb == "as-uid":
@@ -137,7 +165,7 @@ def main():
         os.setgid(uid)
         os.setuid(uid)
         control, reply, fds = request(sys.argv[3], STATUS, [])
-        print("\n".join(c or "" for c in reply), flush=True)
+        print("\n".join([reply[0]] + [c or "" for c in reply[1]]), flush=True)
         return 0
     return 2
 

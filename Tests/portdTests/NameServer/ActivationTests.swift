@@ -22,7 +22,7 @@ import PortTestSupport
         let client = try NameClient(socket: socket)
         defer { client.close() }
         let found = try client.lookUp(name)
-        #expect(found.words.first == "found")
+        #expect(found.outcome == "ok")
         let right = try #require(found.ports.first)
         #expect(try right.send(PCPortMessage(msgid: 1, strings: [text]), timeout: HarnessTimeout) == .sent)
         right.invalidate()

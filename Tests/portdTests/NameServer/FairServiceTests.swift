@@ -36,8 +36,9 @@ import PortTestSupport
             STATUS, LOOKUP = 0xffff0001, 0xffff0004
             flooder = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET); flooder.connect(path)
             prober = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET); prober.connect(path)
-            for s in (flooder, prober):  # both accepted and admitted
-                s.send(encode(STATUS, [], 0x02)); words(s.recv(65536))
+            HELLO = 0xffff0009
+            for s in (flooder, prober):  # both accepted, admitted and greeted
+                s.send(encode(HELLO, ["serial=1", "protocol=1.0"], 0x02)); words(s.recv(65536))
             os.kill(pid, signal.SIGSTOP)
             # SIGSTOP takes effect asynchronously: wait until portd is stopped
             # (state T), so that nothing below is read before SIGCONT.
@@ -45,12 +46,12 @@ import PortTestSupport
                 os.sched_yield()
             try:
                 for i in range(n):
-                    flooder.send(encode(LOOKUP, ["org.example.nobody"], 0x00))
-                prober.send(encode(STATUS, [], 0x02))
+                    flooder.send(encode(LOOKUP, ["serial=%d" % (i + 2), "name=org.example.nobody"], 0x00))
+                prober.send(encode(STATUS, ["serial=2"], 0x02))
             finally:
                 os.kill(pid, signal.SIGCONT)
             print(*[w for w in words(prober.recv(65536)) if w.startswith("lookups=")])
-            prober.send(encode(STATUS, [], 0x02))  # after the flood: every lookup counted
+            prober.send(encode(STATUS, ["serial=3"], 0x02))  # after the flood: every lookup counted
             print(*[w for w in words(prober.recv(65536)) if w.startswith("lookups=")])
             """
         let child = try ChildProcess(

@@ -18,7 +18,7 @@ import PortTestSupport
         let client = try NameClient(socket: portd.socketPath)
         let badRequests = 300
         for _ in 0..<badRequests {
-            #expect(try client.request(0x1234).words.first == "bad-request")
+            #expect(try client.request(0x1234).outcome == "bad-request")
         }
         let malformed = 100
         for _ in 0..<malformed {

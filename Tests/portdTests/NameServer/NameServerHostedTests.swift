@@ -27,8 +27,9 @@ private func name(_ s: String) -> PortName { try! PortName(validating: s) }
 
         // Before the service runs: the lookup succeeds and the message waits in the kernel.
         let before = try client.lookUp("org.example.declared")
-        #expect(before.words.first == "found")
-        #expect(before.words.dropFirst(2) == ["pid=\(getpid())", "uid=\(getuid())"], "portd holds it (this process)")
+        #expect(before.outcome == "ok")
+        #expect(before.field("owner") == "\(getpid()):\(getuid()):0", "portd holds it (this process)")
+        #expect(before.field("name") == "org.example.declared")
         #expect(try before.ports.first?.send(PCPortMessage(msgid: 1, strings: ["sent before"]), timeout: HarnessTimeout) == .sent)
 
         let first = try NameServerFixture.start(["checkin-receive", host.socketPath, "org.example.declared", "1"])
@@ -37,7 +38,7 @@ private func name(_ s: String) -> PortName { try! PortName(validating: s) }
 
         // The service is gone; portd still holds the socket. A new lookup and a message while it is down.
         let during = try client.lookUp("org.example.declared")
-        #expect(during.words.first == "found")
+        #expect(during.outcome == "ok")
         #expect(try during.ports.first?.send(PCPortMessage(msgid: 2, strings: ["sent while down"]), timeout: HarnessTimeout) == .sent)
 
         let second = try NameServerFixture.start(["checkin-receive", host.socketPath, "org.example.declared", "1"])
@@ -47,10 +48,16 @@ private func name(_ s: String) -> PortName { try! PortName(validating: s) }
 
         // The name is not for REGISTER or RELEASE, and shows in LIST and OWNER as portd's.
         let register = try client.register("org.example.declared")
-        #expect(register.words.first == "denied")
-        #expect(try client.request(MessageID.release, ["org.example.declared"]).words == ["not-owner"])
-        #expect(try client.request(MessageID.list).words.dropFirst().first?.hasPrefix("org.example.declared\t\(getpid())\t") == true)
-        #expect(try client.request(MessageID.owner, ["org.example.declared"]).words.prefix(2) == ["ok", "pid=\(getpid())"])
+        #expect(register.outcome == "denied")
+        #expect(try client.request(MessageID.release, ["name=org.example.declared"]).outcome == "not-owner")
+        let list = try client.request(MessageID.list)
+        #expect(list.fields == [
+            "more=0", "name=org.example.declared", "owner=\(getpid()):\(getuid()):0", try #require(list.fields.first { $0.hasPrefix("since_ms=") }),
+            "queue_length=0", "declared=1", "checked_in=\(second.pid)",
+        ])
+        let owner = try client.request(MessageID.owner, ["name=org.example.declared"])
+        #expect(owner.field("owner") == "\(getpid()):\(getuid()):0" && owner.field("declared") == "1")
+        #expect(owner.field("checked_in") == "\(second.pid)", "the service that checked in last")
     }
 
     @Test func killNineOfTheOwnerIsHandledInThePassThatSeesTheHangUp() throws {
@@ -66,14 +73,14 @@ private func name(_ s: String) -> PortName { try! PortName(validating: s) }
         _ = try watcher.watch("org.example.mortal", inbox: events)
         let heir = try NameClient(socket: host.socketPath)
         let acquired = try Inbox(on: loop)
-        #expect(try heir.register("org.example.mortal", notify: acquired).words == ["queued"])
+        #expect(try heir.register("org.example.mortal", notify: acquired).outcome == "queued")
         host.markPasses()
         // A request makes the server's loop begin a new pass after the marker
         // is in place, so the pass that sees the hang-up is marked too.
-        #expect(try watcher.request(MessageID.status).words.first == "ok")
+        #expect(try watcher.request(MessageID.status).outcome == "ok")
 
         child.signal(SIGKILL)
-        #expect(events.next()?.words.prefix(2) == ["org.example.mortal", "released"])
+        #expect(events.next()?.nameAndEvent == ["org.example.mortal", "released"])
         #expect(acquired.next()?.msgid == MessageID.nameAcquired)
         // One pass: the hang-up is seen ("client gone"), the name changes hands
         // (NAME_ACQUIRED, then the change is logged and watchers are told)
@@ -96,10 +103,10 @@ private func name(_ s: String) -> PortName { try! PortName(validating: s) }
         defer { host.stop() }
         #expect(host.portFiles.count == 1, "a name declared twice is one port")
         let client = try NameClient(socket: host.socketPath)
-        let refused = try client.request(MessageID.checkIn, ["theirs"])
-        #expect(refused.words == ["denied", "message=uid \(getuid()) may not check in for theirs"])
+        let refused = try client.request(MessageID.checkIn, ["name=theirs"])
+        #expect(refused.errorAndMessage == ["denied", "message=uid \(getuid()) may not check in for theirs"])
         #expect(refused.ports.isEmpty)
-        #expect(try client.request(MessageID.checkIn, ["undeclared"]).words == ["not-declared"])
+        #expect(try client.request(MessageID.checkIn, ["name=undeclared"]).outcome == "not-declared")
         #expect(
             host.log.all.contains {
                 $0.contains("notice: refused CHECKIN: uid \(getuid()) may not check in for theirs")
@@ -117,23 +124,23 @@ private func name(_ s: String) -> PortName { try! PortName(validating: s) }
         let loop = TestLoop()
         defer { loop.stop() }
         let client = try NameClient(socket: host.socketPath)
-        #expect(try client.register("closed").words == ["denied", "message=uid \(getuid()) may not register closed"])
+        #expect(try client.register("closed").errorAndMessage == ["denied", "message=uid \(getuid()) may not register closed"])
         let open = try client.register("open.door")
-        #expect(open.words.first == "registered")
+        #expect(open.outcome == "registered")
         let secret = try client.register("open.secret")
-        #expect(secret.words.first == "registered")
-        #expect(try client.lookUp("open.secret").words.first == "denied")
-        #expect(try client.lookUp("open.secret", waitMilliseconds: 1000).words.first == "denied")
-        #expect(try client.request(MessageID.owner, ["open.secret"]).words.first == "denied")
-        #expect(try client.watch("open.secret", inbox: Inbox(on: loop)).words.first == "denied")
+        #expect(secret.outcome == "registered")
+        #expect(try client.lookUp("open.secret").outcome == "denied")
+        #expect(try client.lookUp("open.secret", waitMilliseconds: 1000).outcome == "denied")
+        #expect(try client.request(MessageID.owner, ["name=open.secret"]).outcome == "denied")
+        #expect(try client.watch("open.secret", inbox: Inbox(on: loop)).outcome == "denied")
         // LIST shows only what the client may look up.
-        #expect(try client.request(MessageID.list).words.dropFirst().map { $0.prefix { $0 != "\t" } } == ["open.door"])
+        #expect(try client.request(MessageID.list).fields.filter { $0.hasPrefix("name=") } == ["name=open.door"])
         // A watcher of all names hears only of names it may look up.
         let events = try Inbox(on: loop)
         _ = try client.watch(nil, inbox: events)
-        _ = try client.request(MessageID.release, ["open.secret"])
-        _ = try client.request(MessageID.release, ["open.door"])
-        #expect(events.next()?.words.prefix(2) == ["open.door", "released"])
+        _ = try client.request(MessageID.release, ["name=open.secret"])
+        _ = try client.request(MessageID.release, ["name=open.door"])
+        #expect(events.next()?.nameAndEvent == ["open.door", "released"])
         #expect(events.isEmpty)
         #expect(host.log.all.filter { $0.contains("refused") }.count == 5)
     }
@@ -157,7 +164,7 @@ private func name(_ s: String) -> PortName { try! PortName(validating: s) }
         #expect(try run("-", "register", "svc.a") == "denied\n")
         #expect(try run("4242", "register", "svc.a") == "registered\n")
         #expect(try run("-", "checkin", "svc.grouped") == "denied\n")
-        #expect(try run("100,4243", "checkin", "svc.grouped") == "checked-in\n")
+        #expect(try run("100,4243", "checkin", "svc.grouped") == "ok\n")
     }
 
     @Test func refusalsAreAllCountedButLoggedAtMostTwentyASecond() throws {
@@ -166,7 +173,7 @@ private func name(_ s: String) -> PortName { try! PortName(validating: s) }
         let host = try HostedNameServer(settings)
         defer { host.stop() }
         let client = try NameClient(socket: host.socketPath)
-        for i in 0..<200 { #expect(try client.register("svc\(i)").words.first == "denied") }
+        for i in 0..<200 { #expect(try client.register("svc\(i)").outcome == "denied") }
         #expect(try client.request(MessageID.status).words.contains("refusals=200"))
         let logged = host.log.all.filter { $0.contains("refused REGISTER") }.count
         // 200 requests take milliseconds; even a slow run spans a few seconds at most.
@@ -181,18 +188,18 @@ private func name(_ s: String) -> PortName { try! PortName(validating: s) }
         // 2,000 names of 190 bytes: about 240 bytes a line, some 800 a record.
         let names = (0..<2000).map { "n" + String(repeating: "x", count: 184) + String(format: "%05d", $0) }
         let owner = try NameClient(socket: host.socketPath)
-        for n in names { #expect(try owner.register(n).words.first == "registered") }
+        for n in names { #expect(try owner.register(n).outcome == "registered") }
         let first = try owner.request(MessageID.list)
-        #expect(first.words.first == "ok" && first.words.last == "more", "one record cannot hold them all")
+        #expect(first.outcome == "ok" && first.field("more") == "1", "one record cannot hold them all")
         let client = try PortNameServer(socketPath: host.socketPath, timeout: HarnessTimeout)
         let listed = try client.list()
         #expect(listed.map(\.name) == names, "every name once, in byte order")
         #expect(listed.allSatisfy { $0.owner.pid == getpid() })
         // Short names: pages are cut at the components a client decodes by default (1024).
         let short = (0..<1500).map { String(format: "s%04d", $0) }
-        for n in short { #expect(try owner.register(n).words.first == "registered") }
+        for n in short { #expect(try owner.register(n).outcome == "registered") }
         let page = try owner.request(MessageID.list, ["after=s0000"])
-        #expect(page.components.count <= PortLimits.default.maxComponents && page.words.last == "more")
+        #expect(page.components.count <= PortLimits.default.maxComponents && page.field("more") == "1")
         #expect(try client.list().map(\.name) == names + short)
         owner.close()
     }
@@ -200,10 +207,11 @@ private func name(_ s: String) -> PortName { try! PortName(validating: s) }
     @Test func anInstanceOfAnotherUIDRefusesEverything() throws {
         let host = try HostedNameServer(NameServerSettings(onlyUID: getuid() &+ 1))
         defer { host.stop() }
-        let client = try NameClient(socket: host.socketPath)
+        let client = try NameClient(socket: host.socketPath, hello: false)
+        #expect(try client.request(MessageID.hello, ["protocol=1.0"]).outcome == "denied", "even HELLO")
         let reply = try client.request(MessageID.status)
-        #expect(reply.words == ["denied", "message=this portd serves uid \(getuid() &+ 1) only, not uid \(getuid())"])
-        #expect(try client.register("svc").words.first == "denied")
+        #expect(reply.errorAndMessage == ["denied", "message=this portd serves uid \(getuid() &+ 1) only, not uid \(getuid())"])
+        #expect(try client.register("svc").outcome == "denied")
         #expect(host.portFiles.isEmpty)
         #expect(host.log.all.contains { $0.contains("refused request") && $0.contains("uid=\(getuid())") })
     }
@@ -218,43 +226,45 @@ private func name(_ s: String) -> PortName { try! PortName(validating: s) }
         defer { loop.stop() }
         let greedy = try NameClient(socket: host.socketPath)
         let kept = try ["a", "b"].map { try greedy.register($0) }
-        #expect(kept.allSatisfy { $0.words.first == "registered" })
+        #expect(kept.allSatisfy { $0.outcome == "registered" })
         let third = try greedy.register("c")
-        #expect(third.words == ["limit", "message=a client may own or wait for at most 2 names"])
-        #expect(try greedy.watch(nil, inbox: Inbox(on: loop)).words == ["watching"])
-        #expect(try greedy.watch("a", inbox: Inbox(on: loop)).words.first == "limit")
-        #expect(try greedy.lookUp("missing", waitMilliseconds: 5000).words.first == "limit")
-        #expect(try greedy.lookUp("a").words.first == "found", "a lookup that does not wait is not limited")
+        #expect(third.errorAndMessage == ["limit", "message=a client may own or wait for at most 2 names"])
+        #expect(try greedy.watch(nil, inbox: Inbox(on: loop)).outcome == "ok")
+        #expect(try greedy.watch("a", inbox: Inbox(on: loop)).outcome == "limit")
+        #expect(try greedy.lookUp("missing", waitMilliseconds: 5000).outcome == "limit")
+        #expect(try greedy.lookUp("a").outcome == "ok", "a lookup that does not wait is not limited")
 
         // The same uid may have three clients; the fourth is refused, the others go on.
         let second = try NameClient(socket: host.socketPath)
-        #expect(try second.register("c").words.first == "registered")
+        #expect(try second.register("c").outcome == "registered")
         let leaving = try NameClient(socket: host.socketPath)
         let z = try leaving.register("z")
-        #expect(z.words.first == "registered")
+        #expect(z.outcome == "registered")
         // A fourth connection is refused when accepted (idle connections
         // count too): its request reads the refusal, and portd closed it.
-        let fourth = try NameClient(socket: host.socketPath)
-        #expect(try fourth.request(MessageID.status).words == ["limit", "message=uid \(getuid()) already has 3 clients connected"])
+        let fourth = try NameClient(socket: host.socketPath, hello: false)
+        let refusal = try fourth.request(MessageID.hello, ["protocol=1.0"])
+        #expect(refusal.serial == 0, "portd's own record, not an answer to the HELLO")
+        #expect(refusal.errorAndMessage == ["limit", "message=uid \(getuid()) already has 3 clients connected"])
         #expect(throws: (any Error).self) { try fourth.request(MessageID.status) }
         #expect(try greedy.request(MessageID.status).words.contains("refusals=4"))
         // Once a client has gone its place is free for a new connection.
         // The watcher's event says portd saw the hang-up.
         let events = try Inbox(on: loop)
-        #expect(try second.watch("z", inbox: events).words == ["watching"])
+        #expect(try second.watch("z", inbox: events).outcome == "ok")
         leaving.close()
-        #expect(events.next()?.words.prefix(2) == ["z", "released"])
+        #expect(events.next()?.nameAndEvent == ["z", "released"])
         // A connection that never sends takes the place all the same (portd
         // accepts in backlog order): the one after it is refused.
-        let idle = try NameClient(socket: host.socketPath)
-        let fifth = try NameClient(socket: host.socketPath)
-        #expect(try fifth.request(MessageID.status).words.first == "limit", "an idle connection holds its place")
+        let idle = try NameClient(socket: host.socketPath, hello: false)
+        let fifth = try NameClient(socket: host.socketPath, hello: false)
+        #expect(try fifth.request(MessageID.hello, ["protocol=1.0"]).outcome == "limit", "an idle connection holds its place")
         idle.close()
         let deadline = MonotonicInstant.now() + HarnessTimeout
         // Each round waits on portd's answer, not on time: until it has seen the hang-up.
         while try !greedy.request(MessageID.status).words.contains("clients=2"), MonotonicInstant.now() < deadline {}
         let sixth = try NameClient(socket: host.socketPath)
-        #expect(try sixth.request(MessageID.status).words.first == "ok")
+        #expect(try sixth.request(MessageID.status).outcome == "ok")
         #expect(try greedy.request(MessageID.status).words.contains("clients=3"))
     }
 

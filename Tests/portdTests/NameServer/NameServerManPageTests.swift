@@ -20,8 +20,10 @@ import Testing
         let ids: [(String, UInt32)] = [
             ("STATUS", MessageID.status), ("REGISTER", MessageID.register), ("RELEASE", MessageID.release),
             ("LOOKUP", MessageID.lookup), ("WATCH", MessageID.watch), ("LIST", MessageID.list),
-            ("OWNER", MessageID.owner), ("CHECKIN", MessageID.checkIn),
+            ("OWNER", MessageID.owner), ("CHECKIN", MessageID.checkIn), ("HELLO", MessageID.hello),
             ("NAME_OWNER_CHANGED", MessageID.nameOwnerChanged), ("NAME_ACQUIRED", MessageID.nameAcquired),
+            ("NAME_LOST", MessageID.nameLost), ("WATCH_OVERFLOW", MessageID.watchOverflow), ("REPLY", MessageID.reply),
+            ("ERROR", MessageID.error),
         ]
         for (name, id) in ids {
             let line = ".It 0x\(String(id, radix: 16)) Dv \(name)"
@@ -33,9 +35,7 @@ import Testing
         let page = try Self.page("portd-protocol.7")
         let errors = try #require(page.range(of: ".Ss Errors")).upperBound
         let section = String(page[errors...]).components(separatedBy: ".Ss ").first ?? ""
-        let words: [NameServerProtocol.ReplyWord] = [.invalidName, .denied, .limit, .badRequest, .notFound, .timeout, .internal]
-        #expect(NameServerProtocol.ReplyWord.errors == words)
-        for word in words {
+        for word in NameServerProtocol.ErrorWord.allCases {
             #expect(section.contains(".It Ql \(word.rawValue)\n"), "the Errors list lacks \(word.rawValue)")
         }
     }

@@ -38,6 +38,29 @@ extension PCPortMessage {
     /// The data components as strings ("" for a port).
     var words: [String] { components.map { $0.string ?? "" } }
 
+    /// The fields after the serial, as "key=value" text.
+    var fields: [String] { Array(components.compactMap(\.string).dropFirst()) }
+
+    /// The value of the first field with this key.
+    func field(_ key: String) -> String? {
+        for w in components.compactMap(\.string) where w.hasPrefix(key + "=") { return String(w.dropFirst(key.count + 1)) }
+        return nil
+    }
+
+    /// What a reply says happened: an ERROR's word, REGISTER's result, or
+    /// "ok" for any other REPLY.
+    var outcome: String {
+        if msgid == NameServerProtocol.MessageID.error { return field("error") ?? "?" }
+        if msgid == NameServerProtocol.MessageID.reply { return field("result") ?? "ok" }
+        return "msgid \(msgid)"
+    }
+
+    /// An ERROR's word and message, ["WORD", "message=TEXT"].
+    var errorAndMessage: [String] { [outcome] + fields.filter { $0.hasPrefix("message=") } }
+
+    /// The serial the message carries.
+    var serial: UInt32? { field("serial").flatMap { UInt32($0) } }
+
     /// The send rights among the components.
     var ports: [SendRight] {
         components.compactMap {
@@ -70,41 +93,72 @@ final class DescriptorHandoff: @unchecked Sendable {
 /// One client connection to portd's control socket.
 final class NameClient: Sendable {
     let right: SendRight
+    private let serials = Mutex<UInt32>(0)
+    /// portd's id for this connection (HELLO's "client="), 0 without HELLO.
+    let clientID: UInt64
 
-    init(socket path: String) throws {
+    /// Connects, and says HELLO unless `hello` is false.
+    init(socket path: String, hello: Bool = true) throws {
         let fd = try UnixSocket.makeSocket()  // closed on a failure
         guard try UnixSocket.connect(fd, to: UnixSocketAddress(path: path)) == .connected else {
             throw HarnessError.unexpected("portd's backlog is full")
         }
-        right = SendRight(descriptor: fd)
+        let right = SendRight(descriptor: fd)
+        self.right = right
+        guard hello else {
+            clientID = 0
+            return
+        }
+        serials.withLock { $0 = 1 }
+        let message = PCPortMessage(msgid: MessageID.hello, strings: ["serial=1", "protocol=1.0"])
+        guard case .reply(let reply) = try right.request(message, sendTimeout: HarnessTimeout, receiveTimeout: HarnessTimeout),
+            reply.msgid == MessageID.reply, let id = reply.field("client").flatMap({ UInt64($0) })
+        else {
+            throw HarnessError.unexpected("HELLO was not answered")
+        }
+        clientID = id
     }
 
-    /// Sends a request and returns the reply; throws when none came.
+    /// The next serial.
+    func nextSerial() -> UInt32 { serials.withLock { $0 += 1; return $0 } }
+
+    /// Sends a request ("serial=N" then `fields`) and returns the reply,
+    /// one at a time (the reply must echo the serial); throws when none came.
     func request(
-        _ msgid: UInt32, _ words: [String] = [], replyPort: SendRight? = nil, timeout: Duration = HarnessTimeout
+        _ msgid: UInt32, _ fields: [String] = [], replyPort: SendRight? = nil, timeout: Duration = HarnessTimeout
     ) throws -> PCPortMessage {
-        var message = PCPortMessage(msgid: msgid, strings: words)
+        let serial = nextSerial()
+        var message = PCPortMessage(msgid: msgid, strings: ["serial=\(serial)"] + fields)
         message.replyPort = replyPort
         switch try right.request(message, sendTimeout: timeout, receiveTimeout: timeout) {
-        case .reply(let reply): return reply
-        case let other: throw HarnessError.unexpected("no reply to \(msgid) \(words): \(other)")
+        case .reply(let reply):
+            guard reply.serial == serial || reply.serial == 0 else {
+                throw HarnessError.unexpected("the reply to serial \(serial) says \(reply.words)")
+            }
+            return reply
+        case let other: throw HarnessError.unexpected("no reply to \(msgid) \(fields): \(other)")
         }
     }
 
     /// REGISTER; returns the reply.
     func register(_ name: String, _ options: [String] = [], notify: Inbox? = nil) throws -> PCPortMessage {
-        try request(MessageID.register, [name] + options, replyPort: notify.map { try $0.port.makeSendRight() })
+        try request(
+            MessageID.register, ["name=\(name)"] + options.map { "option=\($0)" },
+            replyPort: notify.map { try $0.port.makeSendRight() })
     }
 
     /// LOOKUP; returns the reply.
     func lookUp(_ name: String, waitMilliseconds: Int? = nil) throws -> PCPortMessage {
-        try request(MessageID.lookup, [name] + (waitMilliseconds.map { ["wait_ms=\($0)"] } ?? []))
+        try request(MessageID.lookup, ["name=\(name)"] + (waitMilliseconds.map { ["wait_ms=\($0)"] } ?? []))
     }
 
     /// WATCH with `inbox` as the watcher's port.
     func watch(_ name: String?, inbox: Inbox) throws -> PCPortMessage {
-        try request(MessageID.watch, name.map { [$0] } ?? [], replyPort: try inbox.port.makeSendRight())
+        try request(MessageID.watch, name.map { ["name=\($0)"] } ?? [], replyPort: try inbox.port.makeSendRight())
     }
+
+    /// This client as an owner: "PID:UID:CLIENT" of this process.
+    var asOwner: String { "\(getpid()):\(getuid()):\(clientID)" }
 
     /// Hangs up (as a client that exits).
     func close() { right.invalidate() }
@@ -329,4 +383,9 @@ func portSocketFiles(in directory: String) -> [String] {
         }
     }
     return files.sorted()
+}
+
+extension PCPortMessage {
+    /// An event's "name=" and "event=" values.
+    var nameAndEvent: [String?] { [field("name"), field("event")] }
 }

@@ -2,8 +2,8 @@
 // PortNameProtocol (NameServerProtocol), and portd builds and parses its
 // messages through it. This check reads every Swift file of portd and
 // fails on a string literal that spells a word of the vocabulary itself:
-// a reply or error word, a REGISTER option word, an owner event, LIST's
-// continuation word, or a field key (bare, or as "key=…"). Log text is
+// an error word, a REGISTER option or result word, an owner event, a
+// feature, a protocol version, or a field key (bare, or as "key=…"). Log text is
 // free: only a literal that *is* such a word, or starts with "key=", counts,
 // and a literal followed by ":" outside a `case` pattern is a dictionary key
 // (log metadata), not a protocol word. Comments are skipped.
@@ -17,12 +17,16 @@ import Testing
     static let portdSources = SourceTree.path("Sources/PortDaemon")
 
     /// The words no portd source may spell as a literal.
-    static let words: Set<String> = Set(
-        NameServerProtocol.ReplyWord.allCases.map(\.rawValue)
-            + NameServerProtocol.RegisterOption.allCases.map(\.rawValue)
-            + NameServerProtocol.OwnerEvent.allCases.map(\.rawValue)
-            + [NameServerProtocol.listContinues]
-            + NameServerProtocol.Field.all)
+    static let words: Set<String> = {
+        var all = Set(NameServerProtocol.ErrorWord.allCases.map(\.rawValue))
+        all.formUnion(NameServerProtocol.RegisterOption.allCases.map(\.rawValue))
+        all.formUnion(NameServerProtocol.RegisterResult.allCases.map(\.rawValue))
+        all.formUnion(NameServerProtocol.OwnerEvent.allCases.map(\.rawValue))
+        all.formUnion(NameServerProtocol.Feature.allCases.map(\.rawValue))
+        all.formUnion(NameServerProtocol.Field.all)
+        all.formUnion(NameServerProtocol.versions)
+        return all
+    }()
 
     @Test func portdSpellsNoWordOfTheProtocol() throws {
         let files = try Self.swiftFiles(under: Self.portdSources)
@@ -40,9 +44,10 @@ import Testing
     @Test func theCheckFindsWhatItLooksFor() {
         let sample = """
             // "ok" in a comment is fine
-            let a = "ok"
+            let a = "denied"
             let b = "pid=\\(pid)"
             let c = ["uid": "\\(uid)"]
+            who["name"] = name
             logger.info("registered \\(name) for \\(who)")
             let d = "released"  // "denied"
             let e = "a \\("not-owner") b"
@@ -52,7 +57,7 @@ import Testing
                 \"""
             """
         let flagged = StringLiterals.scan(sample).filter(Self.spellsAWord).map(\.leadingText)
-        #expect(flagged == ["ok", "pid=", "released", "not-owner", "do-not-queue"])
+        #expect(flagged == ["denied", "pid=", "released", "not-owner", "do-not-queue"])
     }
 
     static func spellsAWord(_ literal: StringLiterals.Literal) -> Bool {
@@ -78,8 +83,8 @@ enum StringLiterals {
         var leadingText: String
         /// No interpolation: the literal is exactly `leadingText`.
         var isWhole: Bool
-        /// Followed by ":" and not after `case` on its line (a dictionary
-        /// key, as in log metadata).
+        /// Followed by ":" and not after `case` on its line, or a subscript
+        /// `["…"]` (a dictionary key, as in log metadata).
         var isDictionaryKey: Bool
         var line: Int
     }
@@ -163,7 +168,8 @@ enum StringLiterals {
             while lineStart > 0 && c[lineStart - 1] != "\n" { lineStart -= 1 }
             let linePrefix = String(String.UnicodeScalarView(c[lineStart..<start]))
             let inCase = linePrefix.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "{" }).contains("case")
-            let key = k < c.count && c[k] == ":" && !inCase
+            let subscriptKey = k < c.count && c[k] == "]" && start > 0 && c[start - 1] == "["
+            let key = (k < c.count && c[k] == ":" && !inCase) || subscriptKey
             literals.append(Literal(leadingText: leading, isWhole: whole, isDictionaryKey: key, line: startLine))
         }
 

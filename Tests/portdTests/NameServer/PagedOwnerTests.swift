@@ -26,7 +26,7 @@ import PortTestSupport
         let portd = try DaemonProcess.started(arguments: ["--config", config.appending("portd.conf")])
         let name = "org.example.crowded"
         let owner = try NameClient(socket: portd.socketPath)
-        #expect(try owner.register(name).words.first == "registered")
+        #expect(try owner.register(name).outcome == "registered")
 
         let crowd = try NameServerFixture.start(["queue", portd.socketPath, name, "\(queued)"])
         defer { crowd.signal(SIGKILL) }
@@ -34,30 +34,31 @@ import PortTestSupport
 
         // Raw pages: bounded, "more" at the end of each but the last.
         let asker = try NameClient(socket: portd.socketPath)
-        let first = try asker.request(MessageID.owner, [name])
-        #expect(first.words.prefix(3) == ["ok", "pid=\(getpid())", "uid=\(getuid())"])
-        #expect(first.words.last == "more")
+        let first = try asker.request(MessageID.owner, ["name=\(name)"])
+        #expect(first.outcome == "ok" && first.field("owner")?.hasPrefix("\(getpid()):\(getuid()):") == true)
+        #expect(first.field("queue_length") == "\(queued)")
+        #expect(first.field("more") == "1")
         #expect(first.components.count <= PortLimits.default.maxComponents)
         let firstQueued = first.words.filter { $0.hasPrefix("queued=") }
         #expect(firstQueued.count == NameServer.ownerPageSize)
-        #expect(firstQueued.allSatisfy { $0 == "queued=\(crowd.pid):\(getuid())" })
+        #expect(firstQueued.allSatisfy { $0.hasPrefix("queued=\(crowd.pid):\(getuid()):") })
         var got = firstQueued.count
         var pages = 1
         while true {
-            let page = try asker.request(MessageID.owner, [name, "from=\(got)"])
-            #expect(page.words.prefix(1) == ["ok"] && page.components.count <= PortLimits.default.maxComponents)
+            let page = try asker.request(MessageID.owner, ["name=\(name)", "from=\(got)"])
+            #expect(page.outcome == "ok" && page.components.count <= PortLimits.default.maxComponents)
             let queuedHere = page.words.filter { $0.hasPrefix("queued=") }.count
             #expect(queuedHere <= NameServer.ownerPageSize)
             got += queuedHere
             pages += 1
-            if page.words.last != "more" || queuedHere == 0 || pages > 100 { break }
+            if page.field("more") != "1" || queuedHere == 0 || pages > 100 { break }
         }
         #expect(got == queued)
         #expect(pages == (queued + NameServer.ownerPageSize - 1) / NameServer.ownerPageSize)
-        let past = try asker.request(MessageID.owner, [name, "from=\(queued + 5)"])
-        #expect(past.words.prefix(1) == ["ok"] && !past.words.contains { $0.hasPrefix("queued=") })
-        #expect(past.words.last != "more")
-        #expect(try asker.request(MessageID.owner, [name, "from=x"]).words.first == "bad-request")
+        let past = try asker.request(MessageID.owner, ["name=\(name)", "from=\(queued + 5)"])
+        #expect(past.outcome == "ok" && !past.words.contains { $0.hasPrefix("queued=") })
+        #expect(past.field("more") != "1")
+        #expect(try asker.request(MessageID.owner, ["name=\(name)", "from=x"]).outcome == "bad-request")
 
         // The client follows the pages.
         let client = try portd.client()

@@ -32,19 +32,19 @@ import PortTestSupport
         defer { loop.stop() }
         let watcher = try NameClient(socket: portd.socketPath)
         let events = try Inbox(on: loop)
-        #expect(try watcher.watch("org.example.immortal", inbox: events).words == ["watching"])
+        #expect(try watcher.watch("org.example.immortal", inbox: events).outcome == "ok")
 
         let owner = try NameClient(socket: portd.socketPath)
-        #expect(try owner.register("org.example.immortal").words.first == "registered")
-        #expect(events.next()?.words.prefix(2) == ["org.example.immortal", "registered"])
-        let refused = try owner.request(MessageID.watch, ["org.example.immortal"], replyPort: owner.right)
-        #expect(refused.words.first == "bad-request")
-        #expect(refused.words.dropFirst().first?.contains("portd") == true, "\(refused.words)")
-        let notify = try owner.request(MessageID.register, ["org.example.other"], replyPort: owner.right)
-        #expect(notify.words.first == "bad-request")
+        #expect(try owner.register("org.example.immortal").outcome == "registered")
+        #expect(events.next()?.nameAndEvent == ["org.example.immortal", "registered"])
+        let refused = try owner.request(MessageID.watch, ["name=org.example.immortal"], replyPort: owner.right)
+        #expect(refused.outcome == "bad-request")
+        #expect(refused.field("message")?.contains("portd") == true, "\(refused.words)")
+        let notify = try owner.request(MessageID.register, ["name=org.example.other"], replyPort: owner.right)
+        #expect(notify.outcome == "bad-request")
 
         owner.close()
-        #expect(events.next()?.words.prefix(2) == ["org.example.immortal", "released"])
+        #expect(events.next()?.nameAndEvent == ["org.example.immortal", "released"])
         #expect(try portd.stop() == 0)
     }
 
@@ -60,13 +60,13 @@ import PortTestSupport
         defer { _ = (datagramPeer, streamPeer) }
         for right in [datagram, stream] {
             let reply = try client.request(MessageID.watch, [], replyPort: right)
-            #expect(reply.words.first == "bad-request", "\(reply.words)")
+            #expect(reply.outcome == "bad-request", "\(reply.words)")
         }
 
         // Another connection to portd's own control socket.
         let other = try NameClient(socket: portd.socketPath)
         let toItself = try client.request(MessageID.watch, [], replyPort: other.right)
-        #expect(toItself.words.first == "bad-request", "\(toItself.words)")
+        #expect(toItself.outcome == "bad-request", "\(toItself.words)")
 
         // A looked-up right to another client's port: portd would deliver
         // its events there with its own credentials.
@@ -77,12 +77,12 @@ import PortTestSupport
         let found = try client.lookUp("org.example.victim")
         let victimRight = try #require(found.ports.first)
         let deputy = try client.request(MessageID.watch, [], replyPort: victimRight)
-        #expect(deputy.words.first == "bad-request", "\(deputy.words)")
+        #expect(deputy.outcome == "bad-request", "\(deputy.words)")
         #expect(victimInbox.next(timeout: .milliseconds(200)) == nil, "nothing reached the victim's port")
 
         // A right the client minted itself is still a watcher port.
         let mine = try Inbox(on: loop)
-        #expect(try client.watch(nil, inbox: mine).words == ["watching"])
+        #expect(try client.watch(nil, inbox: mine).outcome == "ok")
         #expect(try portd.stop() == 0)
     }
 
@@ -111,10 +111,10 @@ import PortTestSupport
 
         let client = try NameClient(socket: portd.socketPath)
         let watch = try client.request(MessageID.watch, [], replyPort: foreign)
-        #expect(watch.words.first == "bad-request", "\(watch.words)")
-        #expect(watch.words.dropFirst().first?.contains("uid 65534") == true, "\(watch.words)")
-        let register = try client.request(MessageID.register, ["org.example.spoof"], replyPort: foreign)
-        #expect(register.words.first == "bad-request", "\(register.words)")
+        #expect(watch.outcome == "bad-request", "\(watch.words)")
+        #expect(watch.field("message")?.contains("uid 65534") == true, "\(watch.words)")
+        let register = try client.request(MessageID.register, ["name=org.example.spoof"], replyPort: foreign)
+        #expect(register.outcome == "bad-request", "\(register.words)")
         #expect(try portd.stop() == 0)
     }
 }

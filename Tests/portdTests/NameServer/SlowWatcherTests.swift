@@ -26,8 +26,8 @@ import PortTestSupport
     static func churn(_ name: String, on portd: DaemonProcess) throws {
         let churner = try NameClient(socket: portd.socketPath)
         for _ in 0..<cycles {
-            #expect(try churner.register(name).words.first == "registered")
-            #expect(try churner.request(MessageID.release, [name]).words == ["released"])
+            #expect(try churner.register(name).outcome == "registered")
+            #expect(try churner.request(MessageID.release, ["name=\(name)"]).outcome == "ok")
         }
     }
 
@@ -94,7 +94,7 @@ import PortTestSupport
 
     static func churnOnce(_ name: String, on portd: DaemonProcess) throws {
         let churner = try NameClient(socket: portd.socketPath)
-        #expect(try churner.register(name).words.first == "registered")
-        #expect(try churner.request(MessageID.release, [name]).words == ["released"])
+        #expect(try churner.register(name).outcome == "registered")
+        #expect(try churner.request(MessageID.release, ["name=\(name)"]).outcome == "ok")
     }
 }

@@ -39,7 +39,7 @@ import PortTestSupport
         #expect(first.notify.store.keys.sorted() == ["port/svc.spool"], "stored before READY=1")
         let client = try NameClient(socket: socket)
         let found = try client.lookUp("svc.spool")
-        #expect(found.words.first == "found")
+        #expect(found.outcome == "ok")
         let right = try #require(found.ports.first)
         #expect(try right.send(PCPortMessage(msgid: 1, strings: ["sent before the restart"]), timeout: HarnessTimeout) == .sent)
         client.close()
@@ -60,7 +60,7 @@ import PortTestSupport
 
         let again = try NameClient(socket: socket)
         let foundAgain = try again.lookUp("svc.spool")
-        #expect(foundAgain.words.first == "found")
+        #expect(foundAgain.outcome == "ok")
         #expect(
             try foundAgain.ports.first?.send(PCPortMessage(msgid: 3, strings: ["sent after the restart"]), timeout: HarnessTimeout)
                 == .sent)
@@ -104,8 +104,8 @@ import PortTestSupport
         #expect(try portFiles(socket).count == 1, "svc.gone's file is removed")
         try second.child.waitForStandardError(containing: "(socket restored from the file-descriptor store)")
         let client = try NameClient(socket: socket)
-        #expect(try client.lookUp("svc.kept").words.first == "found")
-        #expect(try client.lookUp("svc.gone").words.first == "not-found")
+        #expect(try client.lookUp("svc.kept").outcome == "ok")
+        #expect(try client.lookUp("svc.gone").outcome == "not-found")
         client.close()
         #expect(try second.stop() == 0)
         #expect(second.child.standardError.contains("closing the stored socket of svc.foreign"))
@@ -121,7 +121,7 @@ import PortTestSupport
         let client = try NameClient(socket: daemon.socketPath)
         // A name a client owns is not taken over by a declaration.
         let owned = try client.register("svc.taken")
-        #expect(owned.words.first == "registered")
+        #expect(owned.outcome == "registered")
 
         try writeConfiguration(config, declaring: ["svc.new", "svc.taken"])
         daemon.child.signal(SIGHUP)
@@ -129,9 +129,9 @@ import PortTestSupport
         try daemon.notify.waitFor("READY=1", from: daemon.child)
         #expect(daemon.notify.store.keys.sorted() == ["port/svc.new"])
         #expect(daemon.notify.received.contains("FDSTOREREMOVE=1\nFDNAME=port/svc.old"))
-        #expect(try client.lookUp("svc.new").words.first == "found")
-        #expect(try client.lookUp("svc.old").words.first == "not-found")
-        #expect(try client.request(MessageID.checkIn, ["svc.taken"]).words == ["not-declared"])
+        #expect(try client.lookUp("svc.new").outcome == "ok")
+        #expect(try client.lookUp("svc.old").outcome == "not-found")
+        #expect(try client.request(MessageID.checkIn, ["name=svc.taken"]).outcome == "not-declared")
         #expect(try client.request(MessageID.status).words.contains("declared=1"))
         withExtendedLifetime(owned) {}
         client.close()

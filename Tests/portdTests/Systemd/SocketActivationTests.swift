@@ -52,12 +52,12 @@ struct SocketActivationTests {
         let a = try DaemonProcess.started(socket: dir.appending("a.sock"))
         let owner = try NameClient(socket: a.socketPath)
         let registered = try owner.register("alpha")
-        #expect(registered.words.first == "registered")
+        #expect(registered.outcome == "registered")
         let ports = PortDirectory.path(forControlSocket: a.socketPath)
         #expect(throws: PortDirectory.Problem.self) {
             _ = try PortDirectory.prepare(path: ports, userID: getuid())
         }
-        #expect(try owner.lookUp("alpha").words.first == "found", "A's name still works")
+        #expect(try owner.lookUp("alpha").outcome == "ok", "A's name still works")
         withExtendedLifetime(registered) {}
         owner.close()
         #expect(try a.stop() == 0)
