@@ -22,12 +22,15 @@ import Testing
             ("LOOKUP", MessageID.lookup), ("WATCH", MessageID.watch), ("LIST", MessageID.list),
             ("OWNER", MessageID.owner), ("CHECKIN", MessageID.checkIn), ("HELLO", MessageID.hello),
             ("NAME_OWNER_CHANGED", MessageID.nameOwnerChanged), ("NAME_ACQUIRED", MessageID.nameAcquired),
-            ("NAME_LOST", MessageID.nameLost), ("WATCH_OVERFLOW", MessageID.watchOverflow), ("REPLY", MessageID.reply),
-            ("ERROR", MessageID.error),
+            ("NAME_LOST", MessageID.nameLost), ("WATCH_OVERFLOW", MessageID.watchOverflow),
         ]
         for (name, id) in ids {
             let line = ".It 0x\(String(id, radix: 16)) Dv \(name)"
             #expect(page.contains(line + "\n"), "portd-protocol(7) lacks \(line)")
+        }
+        // The two reply types are named in the text.
+        for (name, id) in [("REPLY", MessageID.reply), ("ERROR", MessageID.error)] {
+            #expect(page.contains("0x\(String(id, radix: 16))\n.Dv \(name)"), "portd-protocol(7) lacks \(name)")
         }
     }
 
