@@ -115,13 +115,15 @@ class PortdError(Exception):
 class Message:
     """A decoded record: `fields` are the data components split at the first
     '=' (in order, repeats kept); `ports` the descriptors of port components;
-    `large` the bytes of large-data components."""
+    `datas` the bytes of every data and large-data component; `components`
+    all of them in order."""
     msgid: int
     flags: int
     fields: list
     ports: list
     reply_port: object = None
     datas: list = dataclasses.field(default_factory=list)
+    components: list = dataclasses.field(default_factory=list)  # ("data", bytes) | ("port", fd), in order
 
     def get(self, key, default=None):
         for k, v in self.fields:
@@ -218,17 +220,20 @@ def _decode(record, fds):
     if flags & FLAG_REPLY_PORT:
         reply_port, fd_at = fds[0], 1
     at = HEADER.size + ENTRY.size * n
-    datas, ports = [], []
+    datas, ports, components = [], [], []
     for kind, length in entries:
         if kind == KIND_DATA:
             datas.append(bytes(record[at:at + length]))
             at += length
         elif kind == KIND_PORT:
             ports.append(fds[fd_at])
+            components.append(("port", fds[fd_at]))
             fd_at += 1
+            continue
         else:
             datas.append(_read_large(fds[fd_at], length))
             fd_at += 1
+        components.append(("data", datas[-1]))
 
     large_fds = [fds[i] for i in range(len(fds)) if fds[i] not in ports and fds[i] != reply_port]
     for fd in large_fds:
@@ -237,7 +242,7 @@ def _decode(record, fds):
     for d in datas:
         key, eq, value = d.decode("utf-8", "replace").partition("=")
         fields.append((key, value) if eq else ("", d.decode("utf-8", "replace")))
-    return Message(msgid, flags, fields, ports, reply_port, datas)
+    return Message(msgid, flags, fields, ports, reply_port, datas, components)
 
 
 def _read_large(fd, length):
