@@ -66,7 +66,7 @@ struct Monitor: ParsableCommand {
             idle: connection.explicitTimeout)
         var watches: [NameWatch] = []
         defer { for w in watches { w.cancel() } }
-        let names = self.names
+        let names = self.names.enumerated().filter { self.names.firstIndex(of: $0.element) == $0.offset }.map(\.element)
         for name in names.isEmpty ? [nil] : names.map(Optional.some) {
             do throws(NameServerError) {
                 watches.append(
@@ -229,6 +229,7 @@ struct Monitor: ParsableCommand {
                 ("gid", sender.map { .unsigned(UInt64($0.gid)) } ?? .null),
                 ("request", .bool(m.isRequest)), ("reply_port", .bool(m.hasReplyPort)),
                 ("descriptors", .integer(Int64(m.descriptorCount))), ("sequence", .unsigned(m.sequence)),
+                ("delivered_ms", .unsigned(m.deliveredAt)),
                 ("components", .array(components)),
             ]
         ).text

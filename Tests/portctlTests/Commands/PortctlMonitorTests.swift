@@ -58,6 +58,8 @@ import PortTestSupport
         let first = records[1]
         #expect(int(first, "msgid") == 5 && first["request"] as? Bool == false && int(first, "descriptors") == 0)
         #expect(int(first, "uid") == Int(getuid()) && int(first, "sequence") == 1)
+        let delivered = try #require((first["delivered_ms"] as? NSNumber)?.uint64Value)
+        #expect(delivered >= before && delivered <= (first["time_ms"] as? NSNumber)?.uint64Value ?? 0)
         let parts = try #require(first["components"] as? [[String: Any]])
         #expect(parts.count == 2)
         #expect(parts.first?["text"] as? String == "hello" && int(parts.first, "length") == 5)
