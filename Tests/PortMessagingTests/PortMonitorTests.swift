@@ -23,9 +23,11 @@ import PortTestSupport
     }
 
     @Test func aCopyCountsTheDescriptorsAndCarriesNoneAndEndsWhenMonitoringIsTurnedOff() throws {
-        let handled = Mutex(0)
-        let owner = PCPort { _ in
-            handled.withLock { $0 += 1 }
+        let handled = Mutex<[UInt32]>([])
+        let handledOne = Flag()
+        let owner = PCPort { message in
+            handled.withLock { $0.append(message.msgid) }
+            handledOne.signal()
             return nil
         }
         defer { owner.invalidate() }
@@ -56,8 +58,10 @@ import PortTestSupport
         #expect(copy.components.map(\.kind) == [.data, .port, .sharedMemory])
         #expect(copy.components.map(\.length) == [1, 0, 3])
         #expect(copy.components.map(\.bytes) == [[9], [], [1, 2, 3]])
-        // The owner's handler got the message; SUBSCRIBE never reached it.
-        #expect(handled.withLock { $0 } == 1)
+        // The owner's handler got the message (on its own thread, after
+        // the copy went); SUBSCRIBE never reached it.
+        #expect(handledOne.wait())
+        #expect(handled.withLock { $0 } == [7])
 
         owner.allowsMonitoring = false
         run {

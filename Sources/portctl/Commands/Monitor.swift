@@ -31,8 +31,8 @@ struct Monitor: ParsableCommand {
             owner's uid or as root; otherwise portctl exits with 77. Without NAME, only owner changes of \
             every name are shown. \
             The owner's port copies each message to the monitor and never waits for it: copies that do not \
-            fit in a slow monitor's queue are dropped, and the next copy that arrives is preceded by a \
-            "missed" record saying how many. Descriptors are never passed to the monitor, and a copy carries \
+            fit in a slow monitor's queue are dropped, and a "missed" record says how many as soon as the \
+            monitor has room again. Descriptors are never passed to the monitor, and a copy carries \
             at most 64 KiB of a message's data; --max-bytes limits what is shown of each component. \
             --timeout bounds the wait for each record (no bound without it).
 

@@ -1,7 +1,8 @@
 // PortctlMonitorTests: `portctl monitor` through the real binaries, against
 // the real portd: owner changes with timestamps (text and JSON); the
 // messages of a name whose owner runs `listen --monitorable` (text and
-// JSON, a large component's descriptor counted and not passed); nothing of
+// JSON, a large component's descriptor counted and not passed), and of the
+// next owner's when the first goes; nothing of
 // a port that is not monitorable (77); a monitor of another uid (setpriv)
 // refused by the owner's port (77); a stopped monitor neither slows the
 // owner nor misses copies without being told how many.
@@ -91,6 +92,27 @@ import PortTestSupport
         #expect(rest(lines[1]).hasPrefix("message \(svc) msgid=9 from pid="), "\(lines[1])")
         #expect(lines[2] == #"  "a\nb""#)
         #expect(rest(lines[3]) == "released \(svc) old=\(owner.pid)/\(getuid())")
+    }
+
+    @Test func theNextOwnerIsMonitoredToo() throws {
+        let d = try DaemonProcess.started()
+        let svc = uniqueName("next")
+        let monitor = try d.startPortctl(["monitor", svc, "--json", "--count", "6"])
+        try monitor.waitForStandardError(containing: "monitoring \(svc)")
+        var owners: [ChildProcess] = []
+        for data in ["first", "second"] {
+            let owner = try d.startPortctl(["listen", svc, "--monitorable", "--count", "1", "--quiet"])
+            try monitor.waitForStandardError(containing: "monitoring the messages of \(svc) (owner pid \(owner.pid))")
+            #expect(try d.portctl(["send", svc, "--msgid", "1", "--data", data]).status == 0)
+            #expect(try owner.waitForExit() == 0, "\(owner.standardError)")
+            owners.append(owner)
+        }
+        #expect(try monitor.waitForExit() == 0, "\(monitor.standardError)")
+        let records = try jsonLines(monitor.standardOutput)
+        #expect(records.map { $0["event"] as? String } == ["registered", "message", "released", "registered", "message", "released"])
+        let texts = records.compactMap { ($0["components"] as? [[String: Any]])?.first?["text"] as? String }
+        #expect(texts == ["first", "second"])
+        #expect(int(records[3]["new"] as? [String: Any], "pid") == Int(owners[1].pid))
     }
 
     @Test func aPortThatIsNotMonitorableShowsNothing() throws {
