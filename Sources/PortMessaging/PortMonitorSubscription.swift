@@ -49,7 +49,9 @@ public final class PortMonitorSubscription: Sendable {
     private init(port: PCPort) { self.port = port }
 
     /// Stops the subscription: the monitored port drops this monitor when
-    /// it next copies a message. Idempotent; safe from any thread.
+    /// it next copies a message. Idempotent; safe from any thread. (Letting
+    /// go of this object does not stop it: the loop keeps the monitor's
+    /// port, as it keeps a `NameWatch`'s.)
     public func cancel() { port.invalidate() }
 
     /// Whether the subscription still runs.
