@@ -167,7 +167,12 @@ import PortTestSupport
     @Test func aStoppedMonitorDoesNotSlowTheOwnerAndIsToldWhatItMissed() throws {
         let d = try DaemonProcess.started()
         let svc = uniqueName("slow")
-        let sent = 12
+        // Enough ~60 KB copies to fill the monitor's queue several times
+        // over: a socket's send buffer (the owner's end of the monitor's
+        // socketpair) is net.core.wmem_default.
+        let sendBuffer = (try? String(contentsOfFile: "/proc/sys/net/core/wmem_default", encoding: .utf8))
+            .flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) } ?? 212_992
+        let sent = sendBuffer / 60_000 + 8
         let owner = try d.startPortctl([
             "listen", svc, "--monitorable", "--count", "\(sent + 1)", "--json", "--max-bytes", "4",
         ])
