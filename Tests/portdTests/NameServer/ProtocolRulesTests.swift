@@ -73,6 +73,13 @@ private final class RawClient: Sendable {
         #expect(try c.request(MessageID.status, ["serial=7"])?.outcome == "ok", "the connection went on after hello-required")
         #expect(try c.request(MessageID.hello, ["serial=8", "protocol=1.0"])?.outcome == "bad-request", "HELLO once")
 
+        // A client of the protocol before 1.0 (no serial) is told in the form it reads.
+        let old = try RawClient(socket: portd.socketPath)
+        let legacy = try #require(try old.request(MessageID.status, []))
+        #expect(legacy.msgid == MessageID.status && legacy.words.first == "bad-request")
+        #expect(legacy.words.dropFirst().first?.hasPrefix("message=portd speaks protocol 1.0: send HELLO") == true, "\(legacy.words)")
+        #expect(try old.request(MessageID.lookup, ["org.example.x"])?.words.first == "bad-request", "and the connection stays")
+
         let other = try RawClient(socket: portd.socketPath)
         let refused = try #require(try other.request(MessageID.hello, ["serial=1", "protocol=2.0", "protocol=0.9"]))
         #expect(refused.msgid == MessageID.error && refused.outcome == "unsupported-version")
