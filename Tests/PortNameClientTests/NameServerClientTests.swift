@@ -216,6 +216,44 @@ import PortTestSupport
         #expect(await iterator.next() == nil)
     }
 
+    @Test func aWaitingLookupHoldsUpNoOtherRequestOnTheSameConnection() throws {
+        let daemon = try DaemonProcess.started()
+        let client = try daemon.client(timeout: .seconds(10))
+        let svc = name("pipelined")
+        let found = Flag()
+        let result = Mutex<NameOwner.Process?>(nil)
+        let waiter = Thread {
+            if case .found(_, let owner)? = try? client.resolve(svc, wait: .seconds(20)) {
+                result.withLock { $0 = owner }
+            }
+            found.signal()
+        }
+        waiter.start()
+        // Once portd has the lookup (it counts it), the same connection
+        // answers STATUS, REGISTER, LIST and OWNER while the lookup waits
+        // (each bounded by the client's own timeout, far below the wait).
+        let deadline = ContinuousClock.now + .seconds(10)
+        while try client.status().lookups < 1, ContinuousClock.now < deadline {}
+        #expect(try client.status().lookups == 1)
+        for _ in 0..<20 { #expect(try client.status().pid == daemon.pid) }
+        let other = name("meanwhile")
+        guard case .registered = try client.register(other) else {
+            Issue.record("not registered")
+            return
+        }
+        #expect(try client.list().contains { $0.name == other })
+        #expect(try client.owner(other)?.owner.pid == getpid())
+        #expect(!found.isSignalled, "the lookup still waits: nobody registered \(svc)")
+        let owner = try daemon.client()
+        guard case .registered = try owner.register(svc) else {
+            Issue.record("not registered")
+            return
+        }
+        #expect(found.wait())
+        #expect(result.withLock { $0 }?.pid == getpid())
+        #expect(try owner.daemonHello().client == result.withLock { $0 }?.client, "the owner is that very connection")
+    }
+
     @Test func listOwnerAndStatus() throws {
         let daemon = try DaemonProcess.started()
         let client = try daemon.client()

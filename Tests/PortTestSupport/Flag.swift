@@ -17,6 +17,13 @@ package final class Flag: @unchecked Sendable {
         condition.unlock()
     }
 
+    /// Whether it was signalled (now, without waiting).
+    package var isSignalled: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return value
+    }
+
     /// True when signalled before `timeout`.
     package func wait(timeout: Duration = HarnessTimeout) -> Bool {
         let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18

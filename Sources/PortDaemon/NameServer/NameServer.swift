@@ -320,6 +320,19 @@ final class NameServer {
         if let exceeded = registry.admit(client, uid: sender.uid) {
             return refuse(serial, .limit, exceeded.description, request: "connection", who: who)
         }
+        // Before HELLO, only HELLO is served. A request without a serial
+        // there is a client of the protocol before 1.0: it is told so in
+        // the form it reads (its msgid, an error word, "message=…").
+        if !greeted.contains(client) && msgid != NameServerProtocol.MessageID.hello {
+            refusalLog.log("request before HELLO", who)
+            let text = "portd speaks protocol \(NameServerProtocol.version): send HELLO with protocol=\(NameServerProtocol.version) first (portd-protocol(7), NAME SERVER)"
+            if serial == 0 {
+                return PCPortMessage(
+                    msgid: msgid,
+                    strings: [NameServerProtocol.ErrorWord.badRequest.rawValue, NameServerField(NameServerProtocol.Field.message, text).description])
+            }
+            return reply(.error(serial: serial, .helloRequired, text))
+        }
         let request: NameServerRequest
         switch parsed.result {
         case .success(let r):
@@ -339,12 +352,6 @@ final class NameServer {
         // agree on a version.
         if case .hello(let versions) = request {
             return hello(versions, serial: serial, client: client, who: who)
-        }
-        guard greeted.contains(client) else {
-            refusalLog.log("request before HELLO", who)
-            return reply(.error(
-                serial: serial, .helloRequired,
-                "send HELLO with protocol=\(NameServerProtocol.version) first (portd-protocol(7), NAME SERVER)"))
         }
         if let name = request.name { who["name"] = "\(name)" }
         let groups = groups(of: client, sender: sender, connector: message.connectionCredentials)

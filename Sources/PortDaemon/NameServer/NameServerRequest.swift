@@ -85,7 +85,7 @@ enum NameServerRequest: Equatable, Sendable {
                 return (serial, .failure(.badRequest("component \(i) is not a key=value field")))
             }
             if i == 0 {
-                guard field.key == NameServerProtocol.Field.serial, let n = UInt32(field.value), n > 0 else {
+                guard field.key == NameServerProtocol.Field.serial, let n = decimal(field.value), n > 0 else {
                     return (0, .failure(.badRequest("a request starts with serial=N, N from 1 to 4294967295")))
                 }
                 serial = n
@@ -137,7 +137,9 @@ enum NameServerRequest: Equatable, Sendable {
 
         func number(_ key: String) throws(Refusal) -> UInt32? {
             guard let v = single[key] else { return nil }
-            guard let n = UInt32(v) else { throw .badRequest("\(verb)'s \(key)= is a number from 0 to 4294967295, not \"\(v)\"") }
+            guard let n = NameServerRequest.decimal(v) else {
+                throw .badRequest("\(verb)'s \(key)= is a number from 0 to 4294967295, not \"\(v)\"")
+            }
             return n
         }
     }
@@ -189,6 +191,13 @@ enum NameServerRequest: Equatable, Sendable {
         default:
             throw .badRequest("unknown msgid 0x\(String(msgid, radix: 16, uppercase: true))")
         }
+    }
+
+    /// A number as the page writes it: decimal digits only (no sign), at
+    /// most 4294967295.
+    static func decimal(_ text: String) -> UInt32? {
+        guard !text.isEmpty, text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else { return nil }
+        return UInt32(text)
     }
 
     private static func validName(_ text: String) throws(Refusal) -> PortName {

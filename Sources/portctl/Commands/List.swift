@@ -1,5 +1,7 @@
 // List: `portctl list`: every registered name with its owner (LIST), as a
-// table for people or one JSON object per name.
+// table for people or one JSON object per name. A declared port is owned by
+// portd; its SERVICE column (JSON "service_pid") is the pid of the service
+// that checked in for it last, "-" (null) before any did.
 
 import ArgumentParser
 import PortCore
@@ -32,17 +34,20 @@ struct List: ParsableCommand {
                     JSONObject([
                         ("name", .string(e.name)), ("pid", .integer(Int64(e.owner.pid))),
                         ("uid", .unsigned(UInt64(e.owner.uid))), ("since_ms", .unsigned(e.sinceMilliseconds)),
-                        ("queue_length", .integer(Int64(e.queuedCount))),
+                        ("queue_length", .integer(Int64(e.queuedCount))), ("client", .unsigned(e.owner.client)),
+                        ("declared", .bool(e.isDeclared)),
+                        ("service_pid", e.checkedInPID.map { .integer(Int64($0)) } ?? .null),
                     ]).text)
             }
             return
         }
         let rows =
-            [["NAME", "PID", "UID", "SINCE", "QUEUED"]]
+            [["NAME", "PID", "UID", "SINCE", "QUEUED", "DECLARED", "SERVICE"]]
             + entries.map {
                 [
                     TextEscape.escape($0.name), String($0.owner.pid), String($0.owner.uid),
                     Timestamp.utc(milliseconds: $0.sinceMilliseconds), String($0.queuedCount),
+                    $0.isDeclared ? "yes" : "-", $0.checkedInPID.map(String.init) ?? "-",
                 ]
             }
         try output.emit(Table.render(rows))

@@ -139,6 +139,13 @@ import PortTestSupport
         #expect(service.status == 0, "\(service.standardError)")
         #expect((try jsonObject(service.standardOutput)["components"] as? [[String: Any]])?.first?["text"] as? String == "early")
         #expect(try d.portctl(["listen", uniqueName("undeclared"), "--declared"]).status == 67)
+        // list marks it declared, owned by portd, with the pid of the service that checked in.
+        let listed = try jsonLines(try d.portctl(["list", "--json"]).standardOutput)
+        let entry = try #require(listed.first { $0["name"] as? String == name })
+        #expect(int(entry, "pid") == Int(d.pid) && int(entry, "client") == 0 && entry["declared"] as? Bool == true)
+        #expect(int(entry, "service_pid") != nil && int(entry, "service_pid") != Int(d.pid), "\(entry)")
+        let row = try d.portctl(["list"]).standardOutput.split(separator: "\n").first { $0.hasPrefix(name + " ") }
+        #expect(row?.split(separator: " ").suffix(2).first == "yes", "\(row ?? "")")
     }
 
     @Test func listenWatchAndQueueEndWhenPortdGoes() throws {
@@ -182,10 +189,15 @@ import PortTestSupport
         let list = try d.portctl(["list"])
         #expect(list.status == 0)
         let rows = list.standardOutput.split(separator: "\n")
-        #expect(rows.first?.split(separator: " ", omittingEmptySubsequences: true) == ["NAME", "PID", "UID", "SINCE", "QUEUED"])
-        #expect(rows.contains { $0.hasPrefix(svc + " ") && $0.hasSuffix(" 1") && $0.contains(" UTC") })
+        #expect(
+            rows.first?.split(separator: " ", omittingEmptySubsequences: true)
+                == ["NAME", "PID", "UID", "SINCE", "QUEUED", "DECLARED", "SERVICE"])
+        #expect(rows.contains { $0.hasPrefix(svc + " ") && $0.split(separator: " ").suffix(3) == ["1", "-", "-"] && $0.contains(" UTC") })
         let listed = try jsonLines(try d.portctl(["list", "--json"]).standardOutput)
-        #expect(listed.contains { $0["name"] as? String == svc && int($0, "pid") == Int(getpid()) && int($0, "queue_length") == 1 && $0["queued"] == nil })
+        #expect(listed.contains {
+            $0["name"] as? String == svc && int($0, "pid") == Int(getpid()) && int($0, "queue_length") == 1 && $0["queued"] == nil
+                && $0["declared"] as? Bool == false && $0["service_pid"] is NSNull && (int($0, "client") ?? 0) > 0
+        })
 
         let lookup = try d.portctl(["lookup", svc, "--json"])
         let o = try jsonObject(lookup.standardOutput)
@@ -237,6 +249,7 @@ import PortTestSupport
         for line in [
             ["wait", missing, "--timeout", "0.2"], ["send", missing, "--msgid", "1", "--wait", "--timeout", "0.2"],
             ["listen", uniqueName("idle"), "--timeout", "0.2"], ["watch", missing, "--timeout", "0.2"],
+            ["monitor", missing, "--timeout", "0.2"], ["monitor", "--timeout", "0.2", "--json"],
         ] {
             #expect(try d.portctl(line).status == 75, "\(line)")
         }
@@ -266,6 +279,7 @@ import PortTestSupport
         for line in [
             ["status"], ["list"], ["lookup", "x"], ["wait", "x"], ["watch"], ["send", "x", "--msgid", "1"],
             ["request", "x", "--msgid", "1"], ["listen", "x"], ["register", "x", "--", "true"], ["checkin", "x"],
+            ["monitor"], ["monitor", "x"],
         ] {
             let r = try runPortctl(line, environment: environment)
             #expect(r.status == 69, "\(line): \(r.standardError)")
