@@ -220,24 +220,23 @@ def _decode(record, fds):
     if flags & FLAG_REPLY_PORT:
         reply_port, fd_at = fds[0], 1
     at = HEADER.size + ENTRY.size * n
-    datas, ports, components = [], [], []
+    datas, ports, components, memory_files = [], [], [], []
     for kind, length in entries:
-        if kind == KIND_DATA:
-            datas.append(bytes(record[at:at + length]))
-            at += length
-        elif kind == KIND_PORT:
+        if kind == KIND_PORT:
             ports.append(fds[fd_at])
             components.append(("port", fds[fd_at]))
             fd_at += 1
             continue
+        if kind == KIND_DATA:
+            datas.append(bytes(record[at:at + length]))
+            at += length
         else:
             datas.append(_read_large(fds[fd_at], length))
+            memory_files.append(fds[fd_at])
             fd_at += 1
         components.append(("data", datas[-1]))
-
-    large_fds = [fds[i] for i in range(len(fds)) if fds[i] not in ports and fds[i] != reply_port]
-    for fd in large_fds:
-        os.close(fd)  # read into bytes: the memory file is no longer needed
+    for fd in memory_files:
+        os.close(fd)  # copied into bytes: the memory file is no longer needed
     fields = []
     for d in datas:
         key, eq, value = d.decode("utf-8", "replace").partition("=")
