@@ -584,8 +584,12 @@ class Client:
                 m = receive_record(self.sock)
             except socket.timeout:
                 raise TimeoutError("no reply to serial %d within %s s" % (serial, timeout)) from None
-            except (ConnectionResetError, BrokenPipeError):
-                m = None
+            except ConnectionResetError:
+                # portd closed the connection with requests of ours unread
+                # (after unsupported-version): the kernel reports ECONNRESET
+                # once, before the records still queued for us (the ERROR);
+                # they, then the end of the connection, come next.
+                continue
             if m is None:
                 self._closed = True
                 continue
@@ -830,13 +834,19 @@ class Check:
 
     def check_error_unsupported_version(self):
         with self.client(protocols=("2.0",)) as c:
-            later = c.submit_status()
+            try:
+                later = c.submit_status()    # pipelined behind the HELLO portd refuses
+            except BrokenPipeError:
+                later = None                 # portd closed first: the ERROR still waits to be read
             e = expect_error("unsupported-version", lambda: c.hello)
             expect(e.fields.get("protocol") == [PROTOCOL], "protocol fields %r" % e.fields.get("protocol"))
             try:
-                later.result()
-                raise CheckFailed("STATUS answered after unsupported-version")
-            except ConnectionClosed:
+                if later is not None:
+                    later.result()
+                    raise CheckFailed("STATUS answered after unsupported-version")
+                c.submit_status().result()
+                raise CheckFailed("the connection stayed open after unsupported-version")
+            except (ConnectionClosed, BrokenPipeError):
                 pass
 
     def check_error_bad_request_second_hello(self):
