@@ -1,8 +1,10 @@
 // ExamplesTests: the scripts in examples/ work as their comments say,
 // against the real portd (DaemonProcess):
-//   - portd_lookup_send.py, written from portd-protocol(7) alone, looks a
-//     name up through portd and sends to it (a message, and a request whose
-//     reply it prints), and exits with portctl's statuses when it cannot;
+//   - portd_lookup_send.py, on name-server protocol 1.0 through
+//     portd_client.py (the reference client of portd-protocol(7), tested
+//     on its own by ReferenceClientTests), looks a name up through portd
+//     and sends to it (a message, and a request whose reply it prints), and
+//     exits with portctl's statuses when it cannot;
 //   - shell_service.sh is a service in shell run by `portctl listen --exec`,
 //     and runs as the README shows on a fresh clone (no portctl on PATH);
 //   - the Python example of portd-protocol(7), as written, registers, looks
