@@ -924,6 +924,7 @@ class Check:
             expect(second.result == "queued" and second.place == 2, "%r" % second)
             again = b.register(name, reply_port=True)                                  # keeps its place
             expect(again.result == "queued" and again.place == 1, "again %r" % again)
+            expect(again.events.receive(5) is None, "portd kept the second reply port")  # and closes it
             again.events.close()
             first.listening.close()
             queued.events.close()
@@ -947,6 +948,22 @@ class Check:
             for s in (conn, found.port, event.listening, first.listening):
                 s.close()
             queued.events.close()
+
+    def check_event_name_acquired_passes_over_a_gone_port(self):
+        name = self.name("passes")
+        with self.client() as a, self.client() as b, self.client() as c:
+            first = a.register(name)
+            gone = b.register(name, reply_port=True)
+            nxt = c.register(name, reply_port=True)
+            expect((gone.place, nxt.place) == (1, 2), "places %r %r" % (gone.place, nxt.place))
+            gone.events.close()         # NAME_ACQUIRED cannot be delivered to b
+            a.release(name)
+            event = nxt.events.receive(5)
+            expect(isinstance(event, NameAcquired) and event.serial == nxt.serial, "got %r" % event)
+            found = a.lookup(name)
+            expect(found.owner.client == c.hello.client, "owner %s" % found.owner)
+            for s in (found.port, event.listening, first.listening, nxt.events):
+                s.close()
 
     def check_event_name_lost(self):
         name = self.name("lost")
@@ -1223,8 +1240,19 @@ class Check:
             n = c.hello.limits["max_pending_lookups"]
             waiting = [c.submit_lookup(self.name("pending"), wait_ms=60000) for _ in range(n)]
             e = expect_error("limit", c.submit_lookup(self.name("pending"), wait_ms=60000).result)
+        with self.client() as c:
+            n_watches = c.hello.limits["max_watches"]
+            watches = [c.submit_watch(self.name("w")) for _ in range(n_watches)]
+            for w in watches:
+                w.result().close()
+            expect_error("limit", c.watch, self.name("w"))
+            n_names = c.hello.limits["max_names"]
+            regs = [c.submit_register(self.name("n")) for _ in range(n_names)]
+            for r in regs:
+                r.result().listening.close()
+            expect_error("limit", c.register, self.name("n"))
             c.status()
-            return "request bytes; %d lookups waiting, then %s" % (n, e.message)
+        return "request bytes, %d lookups waiting, %d watches, %d names" % (n, n_watches, n_names)
 
     def check_stale_listener_is_released_on_lookup(self):
         name = self.name("stale")

@@ -25,10 +25,11 @@ import PortTestSupport
         "hello", "hello-pipelined-with-first-request", "hello-later-minor-version", "error-hello-required",
         "error-unsupported-version", "error-bad-request-second-hello", "status", "register-lookup-and-send",
         "register-then-lookup-in-order", "release", "connection-close-releases", "register-options-and-queue",
-        "event-name-acquired", "event-name-lost", "event-name-owner-changed", "event-watch-overflow",
-        "pipelining-matched-by-serial", "list-paging", "owner", "owner-paging", "error-not-declared", "checkin",
-        "error-bad-request", "error-invalid-name", "error-not-found", "error-timeout", "error-not-owner",
-        "error-already-owned-by-itself", "error-limit", "stale-listener-is-released-on-lookup",
+        "event-name-acquired", "event-name-acquired-passes-over-a-gone-port", "event-name-lost",
+        "event-name-owner-changed", "event-watch-overflow", "pipelining-matched-by-serial", "list-paging", "owner",
+        "owner-paging", "error-not-declared", "checkin", "error-bad-request", "error-invalid-name", "error-not-found",
+        "error-timeout", "error-not-owner", "error-already-owned-by-itself", "error-limit",
+        "stale-listener-is-released-on-lookup",
     ]
 
     private func python(_ d: DaemonProcess, _ arguments: [String]) throws -> CommandResult {
