@@ -566,10 +566,33 @@ class Client:
         serial = self.next_serial() if serial is None else serial
         flags = FLAG_REPLY_EXPECTED | (FLAG_REPLY_PORT if events is not None else 0)
         record = encode_fields(msgid, [("serial", serial)] + list(fields), flags)
-        send_record(self.sock, record, [events.far.fileno()] if events is not None else [])
+        try:
+            send_record(self.sock, record, [events.far.fileno()] if events is not None else [])
+        except BrokenPipeError:
+            self._raise_refusal()
+            raise
         if events is not None:
             events.sent()
         return Pending(self, serial, msgid, parse)
+
+    def _raise_refusal(self):
+        """After EPIPE: portd closed the connection, and what it said last
+        (the refusal of a connection beyond ClientsPerUID= or MaxClients=:
+        an ERROR with serial 0) still waits on the socket. Raises it."""
+        self.sock.settimeout(1.0)
+        try:
+            while True:
+                try:
+                    m = receive_record(self.sock)
+                except ConnectionResetError:
+                    continue  # reported once, before what is still queued
+                if m is None:
+                    break
+                if m.msgid == ERROR and m.serial == 0:
+                    raise PortdError(m.get("error", ""), m.get("message", ""), 0, {k: m.all(k) for k, _ in m.fields})
+                self._replies[m.serial] = m
+        except (OSError, WireError):
+            pass
 
     def _wait_for(self, serial, timeout):
         timeout = self.timeout if timeout is None else timeout
