@@ -1145,6 +1145,7 @@ class Check:
         with self.client() as a:
             page_size = a.hello.limits["owner_page"]
             reg = a.register(name)
+            clients_before = a.status().clients
             clients, queued = [], []
             try:
                 for i in range(page_size + 1):
@@ -1167,6 +1168,11 @@ class Check:
                 for c in clients:
                     c.close()
                 reg.listening.close()
+                # portd counts a connection until it has seen it close: wait
+                # for that, so the next check is not refused for ClientsPerUID=.
+                deadline = time.monotonic() + 10
+                while a.status().clients > clients_before and time.monotonic() < deadline:
+                    time.sleep(0.01)
 
     # CHECKIN -------------------------------------------------------------------
 
