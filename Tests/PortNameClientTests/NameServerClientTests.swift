@@ -241,7 +241,16 @@ import PortTestSupport
             Issue.record("not registered")
             return
         }
-        #expect(try client.list().contains { $0.name == other })
+        // Enough names for LIST to come in pages (128 a page).
+        for i in 0..<150 {
+            guard case .registered = try client.register(name("page\(i)")) else {
+                Issue.record("not registered")
+                return
+            }
+        }
+        let listed = try client.list()
+        #expect(listed.contains { $0.name == other } && listed.filter { $0.name.contains("page") }.count >= 150)
+        #expect(try client.daemonHello().limits["list_page"] == 128, "so the listing took two pages at least")
         #expect(try client.owner(other)?.owner.pid == getpid())
         #expect(!found.isSignalled, "the lookup still waits: nobody registered \(svc)")
         let owner = try daemon.client()

@@ -56,7 +56,8 @@ enum FairService {
             let right = rawConnection(path)
             threads.append(BenchThread {
                 Placement.pin(party: 0)
-                let message = PCPortMessage(msgid: NameServerProtocol.MessageID.lookup, strings: ["bench.fair.nobody"])
+                let message = PCPortMessage(
+                    msgid: NameServerProtocol.MessageID.lookup, strings: ["serial=2", "name=bench.fair.nobody"])
                 while !stop.load(ordering: .relaxed) {
                     guard case .sent? = try? right.send(message, timeout: .seconds(10)) else { break }
                     flooded.wrappingAdd(1, ordering: .relaxed)
@@ -70,8 +71,8 @@ enum FairService {
                 Placement.pin(party: 0)
                 while !stop.load(ordering: .relaxed) {
                     guard let all = try? pager.list() else { break }
-                    // Pages of a full listing: a reply holds at most 256 names.
-                    pages.wrappingAdd(max(1, (all.count + 255) / 256), ordering: .relaxed)
+                    // Pages of a full listing: a reply holds at most 128 names (HELLO's list_page).
+                    pages.wrappingAdd(max(1, (all.count + 127) / 128), ordering: .relaxed)
                 }
                 pager.invalidate()
             })
@@ -131,6 +132,12 @@ enum FairService {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
         if connected != 0 { Report.fail("connect \(path): errno \(bench_errno())") }
-        return SendRight(descriptor: OwnedDescriptor(adopting: fd))
+        let right = SendRight(descriptor: OwnedDescriptor(adopting: fd))
+        // Protocol 1.0: HELLO first, so that what follows is served as requests.
+        let hello = PCPortMessage(msgid: NameServerProtocol.MessageID.hello, strings: ["serial=1", "protocol=1.0"])
+        guard case .reply(let reply)? = try? right.request(hello), reply.msgid == NameServerProtocol.MessageID.reply else {
+            Report.fail("HELLO on a raw connection was not answered")
+        }
+        return right
     }
 }
