@@ -302,8 +302,18 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     /// Closes connection `id` as if its peer had hung up (the disconnect
     /// handler is told); nothing when there is no such connection. For a
     /// server that ends a client's connection after answering it. Any thread.
+    /// Records the peer sent that were not read yet are read and dropped
+    /// first (at most a pass's share): closing a socket with unread records
+    /// would make the peer's next read fail with ECONNRESET before the
+    /// records this port sent it last. Loop thread only.
     package func closeConnection(_ id: UInt64) {
         guard let source = lock.withLock({ connections[id] }) else { return }
+        let share = lock.withLock { fairShare }
+        _ = source.withDescriptor { (fd: borrowing OwnedDescriptor) -> Void in
+            for _ in 0..<share {
+                guard case .message? = try? transport.receive(on: fd) else { break }
+            }
+        }
         dropConnection(source, id: id)
     }
 

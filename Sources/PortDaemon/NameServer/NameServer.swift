@@ -404,8 +404,17 @@ final class NameServer {
         if greeted.contains(client) {
             return reply(.error(serial: serial, .badRequest, "HELLO was already answered on this connection"))
         }
-        let majors = Set(NameServerProtocol.versions.map { $0.prefix { $0 != "." } })
-        guard let agreed = versions.first(where: { majors.contains($0.prefix { $0 != "." }) && $0.contains(".") })
+        // "MAJOR.MINOR", digits only: anything else is not a version.
+        func isVersion(_ v: String) -> Bool {
+            let parts = v.split(separator: ".", omittingEmptySubsequences: false)
+            return parts.count == 2 && parts.allSatisfy { p in !p.isEmpty && p.utf8.allSatisfy { $0 >= 48 && $0 <= 57 } }
+        }
+        if let bad = versions.first(where: { !isVersion($0) }) {
+            return reply(.error(serial: serial, .badRequest, "protocol=\(bad) is not a version (MAJOR.MINOR, digits)"))
+        }
+        func major(_ v: String) -> Int? { Int(v.prefix { $0 != "." }) }
+        let majors = Set(NameServerProtocol.versions.compactMap(major))
+        guard let agreed = versions.first(where: { major($0).map(majors.contains) ?? false })
         else {
             refusalLog.log("unsupported protocol version(s) \(versions.joined(separator: ", "))", who)
             // Closed after this pass, once the reply below has been sent.

@@ -10,6 +10,7 @@ import Glibc
 import Testing
 
 import PortCore
+import PortMessaging
 import PortTestSupport
 @testable import PortDaemon
 
@@ -72,6 +73,11 @@ private final class RawClient: Sendable {
         #expect(hello.words.filter { $0.hasPrefix("feature=") } == NameServerProtocol.Feature.allCases.map { "feature=\($0.rawValue)" })
         #expect(try c.request(MessageID.status, ["serial=7"])?.outcome == "ok", "the connection went on after hello-required")
         #expect(try c.request(MessageID.hello, ["serial=8", "protocol=1.0"])?.outcome == "bad-request", "HELLO once")
+        let fresh = try RawClient(socket: portd.socketPath)
+        for malformed in ["1", "1.0.1", "1.x", "v1.0", ""] {
+            #expect(try fresh.request(MessageID.hello, ["serial=1", "protocol=\(malformed)"])?.outcome == "bad-request", "\(malformed)")
+        }
+        #expect(try fresh.request(MessageID.hello, ["serial=2", "protocol=01.00"])?.field("protocol") == "1.0", "leading zeros are digits")
 
         // A client of the protocol before 1.0 (no serial) is told in the form it reads.
         let old = try RawClient(socket: portd.socketPath)
@@ -85,6 +91,32 @@ private final class RawClient: Sendable {
         #expect(refused.msgid == MessageID.error && refused.outcome == "unsupported-version")
         #expect(refused.words.filter { $0.hasPrefix("protocol=") } == ["protocol=1.0"], "the versions portd speaks")
         #expect(try other.request(MessageID.hello, ["serial=2", "protocol=1.0"]) == nil, "then portd closed the connection")
+        #expect(try portd.stop() == 0)
+    }
+
+    @Test func requestsPipelinedBehindARefusedHelloDoNotHideTheRefusal() throws {
+        let portd = try DaemonProcess.started()
+        let fd = try UnixSocket.makeSocket()
+        guard try UnixSocket.connect(fd, to: UnixSocketAddress(path: portd.socketPath)) == .connected else {
+            throw HarnessError.unexpected("backlog full")
+        }
+        let transport = MessageTransport()
+        let records = [PCPortMessage(msgid: MessageID.hello, strings: ["serial=1", "protocol=2.0"])]
+            + (2...9).map { PCPortMessage(msgid: MessageID.status, strings: ["serial=\($0)"]) }
+        for r in records {
+            #expect(try transport.send(r, on: fd, replyPort: nil, replyExpected: true, before: .now() + HarnessTimeout) == .sent)
+        }
+        // portd answers HELLO, drops what came behind it unread, and closes:
+        // the first read is the refusal (not ECONNRESET), the next the end.
+        _ = try Poll.wait(fd, for: .readable, timeout: HarnessTimeout)
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        let n = buffer.withUnsafeMutableBytes { Glibc.recv(fd.rawValue, $0.baseAddress, $0.count, 0) }
+        #expect(n > 0, "errno \(errno)")
+        let refusal = try WireDecoder.decode(Array(buffer.prefix(max(n, 0))))
+        #expect(refusal.msgid == MessageID.error)
+        _ = try Poll.wait(fd, for: .readable, timeout: HarnessTimeout)
+        let end = buffer.withUnsafeMutableBytes { Glibc.recv(fd.rawValue, $0.baseAddress, $0.count, 0) }
+        #expect(end == 0, "the end of the connection, not a reset (errno \(errno))")
         #expect(try portd.stop() == 0)
     }
 
