@@ -410,7 +410,7 @@ final class NameServer {
             return parts.count == 2 && parts.allSatisfy { p in !p.isEmpty && p.utf8.allSatisfy { $0 >= 48 && $0 <= 57 } }
         }
         if let bad = versions.first(where: { !isVersion($0) }) {
-            return reply(.error(serial: serial, .badRequest, "protocol=\(bad) is not a version (MAJOR.MINOR, digits)"))
+            return reply(.error(serial: serial, .badRequest, "\(NameServerField(F.protocol, bad)) is not a version (MAJOR.MINOR, digits)"))
         }
         func major(_ v: String) -> Int? { Int(v.prefix { $0 != "." }) }
         let majors = Set(NameServerProtocol.versions.compactMap(major))
