@@ -69,7 +69,10 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     public typealias Handler = (PCPortMessage) -> PCPortMessage?
 
     private let lock = Lock()
-    private var handler: Handler?
+    /// The handler closure, boxed once when set: reading a class reference
+    /// under the lock costs a retain, where reading the closure itself made
+    /// a reabstraction thunk, a heap allocation per message.
+    private var handler: HandlerBox?
     private weak var delegate: PCPortDelegate?
     private var errorHandler: ((PortError) -> Void)?
     private var connections: [UInt64: PortSource] = [:]  // by connection id
@@ -100,7 +103,7 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     public init(limits: PortLimits = .default, logger: Logger = Logger(label: "PortCore.port"), handler: Handler? = nil) {
         self.limits = limits
         self.logger = logger
-        self.handler = handler
+        self.handler = handler.map(HandlerBox.init)
         self.transport = MessageTransport(limits: limits)
         self.listeningDescription = nil
     }
@@ -115,7 +118,7 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
         try UnixSocket.setPassCredentials(listeningDescriptor, true)
         self.limits = limits
         self.logger = logger
-        self.handler = handler
+        self.handler = handler.map(HandlerBox.init)
         self.transport = MessageTransport(limits: limits)
         self.listeningDescription = "listening fd \(listeningDescriptor.description)"
         self.listening = SharedDescriptor(listeningDescriptor)
@@ -131,7 +134,10 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     public func setDelegate(_ d: PCPortDelegate?) { lock.withLock { delegate = d } }
 
     /// Sets the closure called for each message.
-    public func setHandler(_ h: Handler?) { lock.withLock { handler = h } }
+    public func setHandler(_ h: Handler?) {
+        let box = h.map(HandlerBox.init)
+        lock.withLock { handler = box }
+    }
 
     /// Called on the loop thread when a connection misbehaves (it is closed).
     public func onError(_ h: ((PortError) -> Void)?) { lock.withLock { errorHandler = h } }
@@ -487,9 +493,11 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
         }
     }
 
+    /// The one place a received message is handed to the application
+    /// (handler closure, else delegate), on the loop thread.
     private func deliver(_ message: PCPortMessage) -> PCPortMessage? {
-        let (h, d) = lock.withLock { (handler, delegate) }
-        if let h { return h(message) }
+        let (h, d) = lock.withLock { (handler, handler == nil ? delegate : nil) }
+        if let h { return h.call(message) }
         return d?.handle(message, on: self)
     }
 
@@ -522,4 +530,10 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
         let h = lock.withLock { errorHandler }
         h?(error)
     }
+}
+
+/// A port's handler closure in a box of its own (see `PCPort.handler`).
+private final class HandlerBox {
+    let call: PCPort.Handler
+    init(_ call: @escaping PCPort.Handler) { self.call = call }
 }
