@@ -73,6 +73,9 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     /// under the lock costs a retain, where reading the closure itself made
     /// a reabstraction thunk, a heap allocation per message.
     private var handler: HandlerBox?
+    /// The lock every one-shot reply right of this port shares (see
+    /// SendRight's `lock`): no allocation for it per request.
+    private let replyLock = Lock()
     private weak var delegate: PCPortDelegate?
     private var errorHandler: ((PortError) -> Void)?
     private var connections: [UInt64: PortSource] = [:]  // by connection id
@@ -505,7 +508,7 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     private func deliverRequest(
         _ request: PCPortMessage, _ source: PortSource, _ connection: SharedDescriptor, _ id: UInt64
     ) {
-        var replyRight = SendRight(connection: connection, oneShotReply: true, limits: limits)
+        var replyRight = SendRight(connection: connection, oneShotReply: true, limits: limits, lock: replyLock)
         var message = request
         message.passedReplyPort = request.replyPort
         message.replyPort = replyRight
