@@ -28,6 +28,9 @@ public struct MonotonicInstant: Comparable, Hashable, Sendable, CustomStringConv
     public static func < (a: Self, b: Self) -> Bool { a.nanoseconds < b.nanoseconds }
 
     public static func + (a: Self, d: Duration) -> Self {
+        // A zero duration (a timer's usual tolerance, added at every sleep)
+        // skips the 128-bit arithmetic of Duration.components.
+        if d == .zero { return a }
         let ns = d.nanosecondsClamped
         if ns >= 0 { return Self(nanoseconds: min(a.nanoseconds &+ UInt64(ns), distantFuture.nanoseconds)) }
         let back = UInt64(-ns)
