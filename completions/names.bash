@@ -1,7 +1,7 @@
 # names.bash: appended by scripts/gen-completions to the bash completion
 # that swift-argument-parser generates for portctl. It completes a verb's
 # NAME (the first argument of lookup, send, request, wait, watch, checkin,
-# listen and register) with the names portd knows (`portctl list --json`,
+# listen and register, and every argument of monitor) with the names portd knows (`portctl list --json`,
 # asking the instance the command line names with --system/--user/--socket),
 # and leaves everything else (verbs, options, their values) to the generated
 # function _portctl. When portd is not running it offers nothing.
@@ -34,8 +34,8 @@ __portctl_complete_with_names() {
         esac
     done
     case "${verb}" in
-    lookup | send | request | wait | watch | checkin | listen | register)
-        if [[ "${positional}" -eq 0 && "${cur}" != -* ]]; then
+    lookup | send | request | wait | watch | checkin | listen | register | monitor)
+        if [[ ("${positional}" -eq 0 || "${verb}" == monitor) && "${cur}" != -* ]]; then
             case "${COMP_WORDS[COMP_CWORD - 1]}" in
             --socket | --timeout | --msgid | --data | --file | --hex | --count | --exec | --max-bytes | --name) ;;
             *)

@@ -1,7 +1,7 @@
 # names.fish: appended by scripts/gen-completions to the fish completion that
 # swift-argument-parser generates for portctl. It completes a verb's NAME
 # (the first argument of lookup, send, request, wait, watch, checkin, listen
-# and register) with the names portd knows (`portctl list --json`, asking the
+# and register, and every argument of monitor) with the names portd knows (`portctl list --json`, asking the
 # instance the command line names with --system/--user/--socket). When portd
 # is not running it offers nothing.
 
@@ -25,3 +25,4 @@ end
 for verb in lookup send request wait watch checkin listen register
     complete -c portctl -n "__portctl_should_offer_completions_for_positional 'portctl $verb' -eq 1" -f -a '(__portctl_registered_names)'
 end
+complete -c portctl -n "__portctl_should_offer_completions_for_positional 'portctl monitor' -ge 1" -f -a '(__portctl_registered_names)'

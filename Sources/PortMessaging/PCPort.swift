@@ -35,6 +35,11 @@
 // without waiting for replies cannot make the port's other peers wait for
 // more than one share per pass.
 //
+// Monitoring (PortMonitor, MonitorHub): a port its owner made monitorable
+// copies each message it delivers to the monitors that subscribed; the
+// delivery path pays one branch when the port is not monitorable, and a
+// SUBSCRIBE is answered by the port itself, never seen by the handler.
+//
 // Threads: the port's mutable state is protected by `lock`; handlers run on
 // the scheduled loop's thread only.
 
@@ -64,7 +69,7 @@ private struct Scheduling {
 public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     // Safe to share: immutable fields are set in init; `connections`,
     // `listening`, `listener`, `schedulings`, `valid`, `delegate`, `handler`,
-    // `onError` and `acceptPaused` are accessed with `lock` held;
+    // `onError`, `acceptPaused` and `monitors` are accessed with `lock` held;
     // `transport` only on the loop thread inside a handler (one loop per port).
     public typealias Handler = (PCPortMessage) -> PCPortMessage?
 
@@ -95,6 +100,8 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     private var nextConnectionID: UInt64 = 1
     private var acceptPaused = false
     private var fairShare = PCPort.defaultRecordsPerPass
+    /// The monitors, when the port is monitorable (`allowsMonitoring`).
+    private var monitors: MonitorHub?
     private let transport: MessageTransport
     /// "listening fd N" for a named port, for `description`.
     private let listeningDescription: String?
@@ -176,6 +183,30 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
         get { lock.withLock { fairShare } }
         set { lock.withLock { fairShare = max(1, newValue) } }
     }
+
+    /// Whether processes of the owner's uid (or root) may watch the
+    /// messages this port delivers (`portctl monitor`): each subscribed
+    /// monitor gets a copy of every message delivered to the handler or
+    /// delegate, without its descriptors and with at most
+    /// `PortMonitor.copyByteBudget` bytes of its data; the port never waits
+    /// for a monitor (a copy that does not fit is dropped and counted).
+    /// Off by default; turning it off ends every subscription. Safe from
+    /// any thread.
+    public var allowsMonitoring: Bool {
+        get { lock.withLock { monitors != nil } }
+        set {
+            let dropped: MonitorHub? = lock.withLock {
+                guard newValue != (monitors != nil), valid || !newValue else { return nil }
+                let old = monitors
+                monitors = newValue ? MonitorHub(port: self) : nil
+                return old
+            }
+            dropped?.closeAll()
+        }
+    }
+
+    /// The (loop, mode) pairs the port is scheduled in (for MonitorHub).
+    var loopTargets: [(PCRunLoop, PCRunLoop.Mode)] { lock.withLock { scheduled.map { ($0.loop, $0.mode) } } }
 
     /// Whether the port can receive.
     public var isValid: Bool { lock.withLock { valid } }
@@ -388,6 +419,7 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     /// loop; holders of rights see their connection hang up. Idempotent;
     /// safe from any thread.
     public func invalidate() {
+        var monitorsLeft: MonitorHub?
         let (sources, handlers, listeningSocket, anchors):
             ([PortSource], [() -> Void], SharedDescriptor?, [RunLoopSource]) = lock.withLock {
             guard valid else { return ([], [], nil, []) }
@@ -402,8 +434,11 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
             schedulings.removeAll()
             let h = invalidationHandlers
             invalidationHandlers.removeAll()
+            monitorsLeft = monitors
+            monitors = nil
             return (all, h, socket, anchors)
         }
+        monitorsLeft?.closeAll()
         for s in sources { s.invalidate() }
         // The listening socket closes here, after its source left every loop.
         withExtendedLifetime(listeningSocket) {}
@@ -497,9 +532,11 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     }
 
     /// The one place a received message is handed to the application
-    /// (handler closure, else delegate), on the loop thread.
-    private func deliver(_ message: PCPortMessage) -> PCPortMessage? {
-        let (h, d) = lock.withLock { (handler, handler == nil ? delegate : nil) }
+    /// (handler closure, else delegate), on the loop thread; a monitor, when
+    /// there is one, gets its copy first.
+    private func deliver(_ message: PCPortMessage, request: Bool = false) -> PCPortMessage? {
+        let (h, d, m) = lock.withLock { (handler, handler == nil ? delegate : nil, monitors) }
+        if let m { m.copy(message, request: request) }
         if let h { return h.call(message) }
         return d?.handle(message, on: self)
     }
@@ -513,13 +550,21 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
         message.passedReplyPort = request.replyPort
         message.replyPort = replyRight
         let msgid = message.msgid
-        let reply = deliver(message)
+        let reply = msgid == PortMonitor.subscribeMessageID ? answerSubscription(message) : deliver(message, request: true)
         message.replyPort = nil
         // Kept by the handler (to answer later) unless we hold the only reference.
         let deferred = !isKnownUniquelyReferenced(&replyRight)
         if let error = replyRight.answer(reply, requestID: msgid, deferred: deferred, using: transport) {
             fail(source, error, id)
         }
+    }
+
+    /// The port's own answer to a monitor's SUBSCRIBE.
+    private func answerSubscription(_ request: PCPortMessage) -> PCPortMessage {
+        guard let m = lock.withLock({ monitors }) else {
+            return PortMonitor.reply(.notMonitorable, "the owner of this port does not allow monitoring")
+        }
+        return m.subscribe(request)
     }
 
     private func fail(_ source: PortSource, _ error: PortError, _ id: UInt64, _ peer: Credentials? = nil) {

@@ -5,7 +5,7 @@
 // --timeout has one meaning per kind of verb, documented in portctl(1):
 // for a one-shot exchange (status, list, lookup, send, request, wait's
 // default) it bounds each wait and defaults to 5 s; for verbs that run
-// until stopped (register, listen, watch, checkin) it bounds the wait for
+// until stopped (register, listen, watch, monitor, checkin) it bounds the wait for
 // portd's answers (5 s when not given) and, when given, also the wait for
 // the next message or event ("idle" timeout).
 //
@@ -45,7 +45,7 @@ struct ConnectionOptions: ParsableArguments {
     // reported with the verb's usage line, not the root command's.
     @Option(
         name: .customLong("timeout"),
-        help: ArgumentHelp("Seconds to wait before giving up; the default depends on the verb (5 s, or no bound for listen, watch, wait and register: see its help).", valueName: "seconds"))
+        help: ArgumentHelp("Seconds to wait before giving up; the default depends on the verb (5 s, or no bound for listen, watch, monitor, wait and register: see its help).", valueName: "seconds"))
     var timeoutArgument: Seconds?
 
     /// --timeout, when given as a number.

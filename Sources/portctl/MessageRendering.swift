@@ -61,10 +61,14 @@ enum MessageRendering {
         }
     }
 
-    static func text(ofBytes bytes: UnsafeRawBufferPointer, limit: Int = textLimit) -> String {
-        if bytes.count <= limit { return TextEscape.quoted(bytes) }
-        return TextEscape.quoted(UnsafeRawBufferPointer(rebasing: bytes[..<limit]))
-            + "… (\(bytes.count) bytes, first \(limit) shown)"
+    /// `length`: the component's full length when `bytes` are only its
+    /// first bytes (a monitor's copy), else `bytes.count`.
+    static func text(ofBytes bytes: UnsafeRawBufferPointer, limit: Int = textLimit, length: Int? = nil) -> String {
+        let total = length ?? bytes.count
+        if total <= limit && bytes.count == total { return TextEscape.quoted(bytes) }
+        let shown = min(limit, bytes.count)
+        return TextEscape.quoted(UnsafeRawBufferPointer(rebasing: bytes[..<shown]))
+            + "… (\(total) bytes, first \(shown) shown)"
     }
 
     /// The message as a JSON object; `leading` members come first.
@@ -91,9 +95,11 @@ enum MessageRendering {
         }
     }
 
-    static func json(ofBytes bytes: UnsafeRawBufferPointer, limit: Int = jsonLimit) -> JSONObject {
-        var members: [(String, JSONObject.Value)] = [("kind", .string("data")), ("length", .integer(Int64(bytes.count)))]
-        guard bytes.count > limit else {
+    /// `length` as for `text(ofBytes:limit:length:)`.
+    static func json(ofBytes bytes: UnsafeRawBufferPointer, limit: Int = jsonLimit, length: Int? = nil) -> JSONObject {
+        let total = length ?? bytes.count
+        var members: [(String, JSONObject.Value)] = [("kind", .string("data")), ("length", .integer(Int64(total)))]
+        guard total > limit || bytes.count < total else {
             if let text = String(validating: bytes, as: UTF8.self) {
                 members.append(("text", .string(text)))
             } else {
@@ -102,10 +108,10 @@ enum MessageRendering {
             return JSONObject(members)
         }
         members.append(("truncated", .bool(true)))
-        let shown = UnsafeRawBufferPointer(rebasing: bytes[..<limit])
+        let shown = UnsafeRawBufferPointer(rebasing: bytes[..<min(limit, bytes.count)])
         // The cut may split a character: only then are its first bytes
         // left out. Any other invalid byte makes the whole cut base64.
-        let kept = limit - incompleteTail(shown)
+        let kept = shown.count - incompleteTail(shown)
         if let text = String(validating: UnsafeRawBufferPointer(rebasing: shown[..<kept]), as: UTF8.self) {
             members.append(("text", .string(text)))
         } else {

@@ -30,7 +30,7 @@ struct PortctlCommand: ParsableCommand {
         version: PortdVersion.current,
         subcommands: [
             Register.self, Listen.self, Send.self, Request.self, CheckIn.self, List.self, Lookup.self, Watch.self,
-            Status.self, Wait.self,
+            Monitor.self, Status.self, Wait.self,
         ]
     )
 

@@ -11,7 +11,7 @@ import Testing
 @Suite struct PortctlManPageTests {
     static let page = (try? String(contentsOfFile: SourceTree.path("man/portctl.1"), encoding: .utf8)) ?? ""
 
-    static let verbs = ["register", "listen", "send", "request", "checkin", "list", "lookup", "watch", "status", "wait"]
+    static let verbs = ["register", "listen", "send", "request", "checkin", "list", "lookup", "watch", "monitor", "status", "wait"]
 
     @Test func everySubcommandHasAnEntry() throws {
         let help = try runPortctl(["--help"]).standardOutput

@@ -24,12 +24,17 @@ struct Listen: ParsableCommand {
             PORTCTL_COMPONENTS and PORTCTL_LENGTHS in its environment; when the message has a reply \
             port, COMMAND's standard output is the reply.
 
+            With --monitorable, portctl monitor run by our uid or by root sees a copy of each message \
+            (never its descriptors); other users' monitors are refused.
+
             \(ExitStatus.verbHelpText)
             """
     )
 
     @Argument(help: "The name to register.") var name: String
     @OptionGroup var serve: ServeOptions
+    @Flag(help: "Let processes of our uid, and root, see the messages with portctl monitor.")
+    var monitorable = false
     @OptionGroup var ownership: OwnershipOptions
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var output: OutputOptions
@@ -49,6 +54,7 @@ struct Listen: ParsableCommand {
             lostHandler?(owner)
         }
         defer { port.invalidate() }
+        port.allowsMonitoring = monitorable
         let messageServer = MessageServer(
             port: port, name: name, serve: serve, output: output, idleTimeout: connection.explicitTimeout)
         let name = self.name

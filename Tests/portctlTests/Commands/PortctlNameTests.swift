@@ -237,6 +237,7 @@ import PortTestSupport
         for line in [
             ["wait", missing, "--timeout", "0.2"], ["send", missing, "--msgid", "1", "--wait", "--timeout", "0.2"],
             ["listen", uniqueName("idle"), "--timeout", "0.2"], ["watch", missing, "--timeout", "0.2"],
+            ["monitor", missing, "--timeout", "0.2"], ["monitor", "--timeout", "0.2", "--json"],
         ] {
             #expect(try d.portctl(line).status == 75, "\(line)")
         }
@@ -266,6 +267,7 @@ import PortTestSupport
         for line in [
             ["status"], ["list"], ["lookup", "x"], ["wait", "x"], ["watch"], ["send", "x", "--msgid", "1"],
             ["request", "x", "--msgid", "1"], ["listen", "x"], ["register", "x", "--", "true"], ["checkin", "x"],
+            ["monitor"], ["monitor", "x"],
         ] {
             let r = try runPortctl(line, environment: environment)
             #expect(r.status == 69, "\(line): \(r.standardError)")

@@ -1,0 +1,171 @@
+// MonitorHub: the monitors of one monitorable port (PCPort.allowsMonitoring):
+// who subscribed, and the copy of every message the port delivers to its
+// handler (PortMonitor describes the exchange and the privacy rules).
+//
+// Invariants: a subscription is accepted only when the SUBSCRIBE record's
+// kernel credentials name the uid of the owning process or root; at most
+// `PortMonitor.maxMonitors` monitors (hung-up ones are pruned first). The
+// owner never waits for a monitor: each copy is sent with a deadline of now,
+// and when a monitor's queue is full the copy is dropped and counted. The
+// monitor is told the count as soon as it has room again: a source in the
+// port's loops waits for its socket to become writable and then sends
+// MISSED (or the next copy that gets through carries the count first,
+// whichever comes first); so a monitor learns what it missed even when the
+// port receives nothing more. A monitor that went away is dropped on the
+// next copy. Dropping the hub (monitoring
+// turned off, the port invalidated) closes every monitor's right, so the
+// monitors see their subscription end.
+//
+// Threads: `lock` protects `monitors`; copies, subscriptions and catch-up
+// sources run on the port's loop thread, `closeAll` from any thread. A send
+// under the lock never blocks (deadline now). Lock order: this lock, then
+// the port's or a loop's, never the reverse (the port calls the hub with
+// its own lock released).
+
+import PortRunLoop
+import PortSystem
+
+final class MonitorHub: @unchecked Sendable {
+    // Safe to share: `ownerUID` and `port` are immutable (`port` is weak,
+    // and PCPort is Sendable); `monitors` is accessed with `lock` held.
+    private struct Monitor {
+        let right: SendRight
+        var sequence: UInt64 = 0
+        var missed: UInt64 = 0
+        /// Waits for room to send MISSED, while `missed` > 0.
+        var catchUp: PortSource?
+
+        /// Lets go of the monitor: its subscription ends.
+        func drop() {
+            catchUp?.invalidate()
+            right.invalidate()
+        }
+    }
+
+    private let lock = Lock()
+    private var monitors: [Monitor] = []
+    /// The uid of the process that owns the port (real uid, what
+    /// SCM_CREDENTIALS names by default).
+    private let ownerUID = CurrentProcess.userID
+    /// The port, for the loops its catch-up sources go in.
+    private weak let port: PCPort?
+
+    init(port: PCPort) { self.port = port }
+
+    /// The answer to a SUBSCRIBE (`request`, as the port received it).
+    func subscribe(_ request: PCPortMessage) -> PCPortMessage {
+        guard let sender = request.sender else {
+            return PortMonitor.reply(.refused, "the request carried no credentials")
+        }
+        guard sender.uid == ownerUID || sender.uid == 0 else {
+            return PortMonitor.reply(
+                .refused, "only uid \(ownerUID) (the owner's) or root may monitor this port, not uid \(sender.uid)")
+        }
+        guard let right = request.passedReplyPort else {
+            return PortMonitor.reply(.badRequest, "SUBSCRIBE carries the monitor's port as its reply port")
+        }
+        return lock.withLock {
+            monitors.removeAll { m in
+                guard !m.right.isValid || Self.hungUp(m.right) else { return false }
+                m.drop()
+                return true
+            }
+            guard monitors.count < PortMonitor.maxMonitors else {
+                return PortMonitor.reply(.limit, "this port has \(PortMonitor.maxMonitors) monitors already")
+            }
+            monitors.append(Monitor(right: right))
+            return PortMonitor.reply(.monitoring)
+        }
+    }
+
+    /// Copies a message the port is delivering to every monitor, never
+    /// waiting. `request`: it came as a request.
+    func copy(_ message: PCPortMessage, request: Bool) {
+        lock.withLock {
+            guard !monitors.isEmpty else { return }
+            let body = PortMonitor.copyBody(of: message)
+            var descriptors = message.replyPort != nil && !request ? 1 : 0
+            if message.passedReplyPort != nil { descriptors += 1 }
+            for c in message.components {
+                switch c {
+                case .port, .sharedMemory: descriptors += 1
+                case .data: break
+                }
+            }
+            let now = WallClock.unixMilliseconds()
+            var gone: [Int] = []
+            for i in monitors.indices {
+                monitors[i].sequence += 1
+                let copy = PortMonitor.copy(
+                    of: message, body: body, request: request, descriptors: descriptors,
+                    sequence: monitors[i].sequence, missed: monitors[i].missed, time: now)
+                switch try? monitors[i].right.send(copy, before: .now()) {
+                case .sent:
+                    monitors[i].missed = 0
+                    monitors[i].catchUp?.invalidate()
+                    monitors[i].catchUp = nil
+                case .timedOut:
+                    monitors[i].missed += 1
+                    if monitors[i].catchUp == nil { monitors[i].catchUp = waitForRoom(monitors[i].right) }
+                case .receiverGone, nil:
+                    gone.append(i)
+                }
+            }
+            for i in gone.reversed() { monitors.remove(at: i).drop() }
+        }
+    }
+
+    /// Closes every monitor's right: their subscriptions end.
+    func closeAll() {
+        let all = lock.withLock { () -> [Monitor] in
+            defer { monitors.removeAll() }
+            return monitors
+        }
+        for m in all { m.drop() }
+    }
+
+    /// Lock held: a source, in every loop and mode the port is in, that
+    /// sends MISSED once `right`'s socket is writable again (the monitor
+    /// read its queue). Nil when it cannot watch (the copy after then says it).
+    private func waitForRoom(_ right: SendRight) -> PortSource? {
+        guard let connection = right.currentConnection(), let targets = port?.loopTargets, !targets.isEmpty else {
+            return nil
+        }
+        let id = ObjectIdentifier(right)
+        let source = PortSource(sharing: connection, events: .writable) { [weak self] _ in self?.catchUp(id) }
+        for (loop, mode) in targets {
+            do { try loop.add(source, forMode: mode) } catch {
+                source.invalidate()
+                return nil
+            }
+        }
+        return source
+    }
+
+    /// The monitor whose right is `id` has room: tell it what it missed.
+    private func catchUp(_ id: ObjectIdentifier) {
+        lock.withLock {
+            guard let i = monitors.firstIndex(where: { ObjectIdentifier($0.right) == id }) else { return }
+            let notice = PortMonitor.missedNotice(monitors[i].missed, time: WallClock.unixMilliseconds())
+            switch monitors[i].missed == 0 ? .sent : try? monitors[i].right.send(notice, before: .now()) {
+            case .sent:
+                monitors[i].missed = 0
+                monitors[i].catchUp?.invalidate()
+                monitors[i].catchUp = nil
+            case .timedOut:
+                break  // reported again while there is room
+            case .receiverGone, nil:
+                monitors.remove(at: i).drop()
+            }
+        }
+    }
+
+    /// Whether the monitor's end of `right` hung up (it went away).
+    private static func hungUp(_ right: SendRight) -> Bool {
+        let ready = try? right.withDescriptor { (fd) throws(SystemCallError) in
+            try Poll.wait(fd, for: .readHangUp, timeout: .zero)
+        }
+        guard let ready else { return true }
+        return !ready.isDisjoint(with: [.hangUp, .error, .readHangUp])
+    }
+}
