@@ -15,11 +15,11 @@
 //
 // Reuse: a received message's component list and data arrays are Swift
 // arrays (PCPortMessage's public API). The transport keeps the list of the
-// last message it handed out when that message held only data (never one
-// with rights or shared memory: keeping those would hold their descriptors
-// open), and at the next receive takes it back: emptied with its capacity
-// kept, its data arrays kept as spares that the next data components are
-// copied into. Copy-on-write makes this safe and invisible: when the
+// last message it handed out when that message held only data of at most
+// 16 KiB a component (never one with rights or shared memory: keeping those
+// would hold their descriptors open), and at the next receive takes it
+// back: emptied with its capacity kept, its data arrays kept as spares that
+// the next data components are copied into. Copy-on-write makes this safe and invisible: when the
 // receiver still holds the message (or any copy of an array), emptying or
 // refilling the transport's reference allocates fresh storage instead of
 // touching the receiver's. A handler that drops its message, or a requester
