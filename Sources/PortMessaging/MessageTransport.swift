@@ -4,13 +4,26 @@
 // replying).
 //
 // Invariants: buffers are allocated once per transport and reused (no
-// allocation per message but the received message's own storage). A
+// allocation per message but the received message's own storage, and that
+// storage too is reused once the receiver let go of it: see "Reuse"). A
 // descriptor being sent is lent by its owner (the SendRight or SharedMemory
 // in the message, each held until sendmsg returned). A received descriptor
 // is owned from the moment it is parsed: by the transport's OwnedDescriptors,
 // then by the one object it becomes (SendRight, SharedMemory); every one a
 // record left unclaimed, as when it fails validation, is closed before the
 // receive returns.
+//
+// Reuse: a received message's component list and data arrays are Swift
+// arrays (PCPortMessage's public API). The transport keeps the list of the
+// last message it handed out when that message held only data of at most
+// 16 KiB a component (never one with rights or shared memory: keeping those
+// would hold their descriptors open), and at the next receive takes it
+// back: emptied with its capacity kept, its data arrays kept as spares that
+// the next data components are copied into. Copy-on-write makes this safe and invisible: when the
+// receiver still holds the message (or any copy of an array), emptying or
+// refilling the transport's reference allocates fresh storage instead of
+// touching the receiver's. A handler that drops its message, or a requester
+// that drops each reply, so receives with no allocation at all.
 
 import PortRunLoop
 import PortSystem
@@ -31,6 +44,15 @@ package final class MessageTransport {
     /// The connections of the send rights a record being sent lends, held
     /// until sendmsg returned (empty between sends; capacity kept).
     @exclusivity(unchecked) private var lent: [SharedDescriptor] = []
+    /// The component list of the last all-data message handed out (see
+    /// "Reuse"); empty when there is none.
+    @exclusivity(unchecked) private var handedOut: [PCPortMessage.Component] = []
+    /// Data arrays taken back from earlier messages, to copy into.
+    @exclusivity(unchecked) private var spareData: [[UInt8]] = []
+    /// At most this many spare data arrays, each of at most this capacity:
+    /// what a burst of small messages needs, without pinning large buffers.
+    private static let maxSpares = 16
+    private static let maxSpareCapacity = 16 * 1024
 
     package init(limits: PortLimits = .default) {
         self.limits = limits
@@ -210,15 +232,19 @@ package final class MessageTransport {
         if let i = view.replyPortDescriptorIndex {
             replyPort = SendRight(descriptor: received.take(at: i))
         }
-        var components: [PCPortMessage.Component] = []
+        var components = reclaimComponents()
         components.reserveCapacity(view.componentCount)
+        var onlyData = true
         for c in view.components {
             switch c {
             case .data(let bytes):
-                components.append(.data(Array(bytes)))
+                if bytes.count > Self.maxSpareCapacity { onlyData = false }  // not kept: see maxSpareCapacity
+                components.append(.data(copy(bytes)))
             case .port(let i):
+                onlyData = false
                 components.append(.port(SendRight(descriptor: received.take(at: i))))
             case .largeData(let i, let length):
+                onlyData = false
                 let memfd = received.take(at: i)  // closed here if refused; SharedMemory's otherwise
                 do {
                     try MemFD.checkSealed(memfd, length: length)
@@ -232,8 +258,32 @@ package final class MessageTransport {
                 }
             }
         }
+        if onlyData { handedOut = components }
         var message = PCPortMessage(msgid: view.msgid, components: components, replyPort: replyPort)
         message.sender = parsed.credentials
         return .message(message, replyExpected: view.flags.contains(.replyExpected))
+    }
+
+    /// Takes back the component list of the last message handed out: its
+    /// data arrays become spares, the list comes back empty with its
+    /// capacity (fresh storage when the receiver still holds it).
+    private func reclaimComponents() -> [PCPortMessage.Component] {
+        guard !handedOut.isEmpty else { return [] }
+        var list: [PCPortMessage.Component] = []
+        swap(&list, &handedOut)
+        for c in list {
+            guard spareData.count < Self.maxSpares else { break }
+            if case .data(let bytes) = c, bytes.capacity <= Self.maxSpareCapacity { spareData.append(bytes) }
+        }
+        list.removeAll(keepingCapacity: true)
+        return list
+    }
+
+    /// `bytes` in an array: a spare one refilled when there is one (its
+    /// storage is reused if nobody else holds it, see "Reuse").
+    private func copy(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
+        guard var array = spareData.popLast() else { return Array(bytes) }
+        array.replaceSubrange(array.startIndex..<array.endIndex, with: bytes)
+        return array
     }
 }

@@ -74,7 +74,13 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     public typealias Handler = (PCPortMessage) -> PCPortMessage?
 
     private let lock = Lock()
-    private var handler: Handler?
+    /// The handler closure, boxed once when set: reading a class reference
+    /// under the lock costs a retain, where reading the closure itself made
+    /// a reabstraction thunk, a heap allocation per message.
+    private var handler: HandlerBox?
+    /// The lock every one-shot reply right of this port shares (see
+    /// SendRight's `lock`): no allocation for it per request.
+    private let replyLock = Lock()
     private weak var delegate: PCPortDelegate?
     private var errorHandler: ((PortError) -> Void)?
     private var connections: [UInt64: PortSource] = [:]  // by connection id
@@ -107,7 +113,7 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     public init(limits: PortLimits = .default, logger: Logger = Logger(label: "PortCore.port"), handler: Handler? = nil) {
         self.limits = limits
         self.logger = logger
-        self.handler = handler
+        self.handler = handler.map(HandlerBox.init)
         self.transport = MessageTransport(limits: limits)
         self.listeningDescription = nil
     }
@@ -122,7 +128,7 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
         try UnixSocket.setPassCredentials(listeningDescriptor, true)
         self.limits = limits
         self.logger = logger
-        self.handler = handler
+        self.handler = handler.map(HandlerBox.init)
         self.transport = MessageTransport(limits: limits)
         self.listeningDescription = "listening fd \(listeningDescriptor.description)"
         self.listening = SharedDescriptor(listeningDescriptor)
@@ -138,7 +144,10 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     public func setDelegate(_ d: PCPortDelegate?) { lock.withLock { delegate = d } }
 
     /// Sets the closure called for each message.
-    public func setHandler(_ h: Handler?) { lock.withLock { handler = h } }
+    public func setHandler(_ h: Handler?) {
+        let box = h.map(HandlerBox.init)
+        lock.withLock { handler = box }
+    }
 
     /// Called on the loop thread when a connection misbehaves (it is closed).
     public func onError(_ h: ((PortError) -> Void)?) { lock.withLock { errorHandler = h } }
@@ -540,10 +549,13 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
         }
     }
 
+    /// The one place a received message is handed to the application
+    /// (handler closure, else delegate), on the loop thread; a monitor, when
+    /// there is one, gets its copy first.
     private func deliver(_ message: PCPortMessage, request: Bool = false) -> PCPortMessage? {
-        let (h, d, m) = lock.withLock { (handler, delegate, monitors) }
+        let (h, d, m) = lock.withLock { (handler, handler == nil ? delegate : nil, monitors) }
         if let m { m.copy(message, request: request) }
-        if let h { return h(message) }
+        if let h { return h.call(message) }
         return d?.handle(message, on: self)
     }
 
@@ -551,7 +563,7 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     private func deliverRequest(
         _ request: PCPortMessage, _ source: PortSource, _ connection: SharedDescriptor, _ id: UInt64
     ) {
-        var replyRight = SendRight(connection: connection, oneShotReply: true, limits: limits)
+        var replyRight = SendRight(connection: connection, oneShotReply: true, limits: limits, lock: replyLock)
         var message = request
         message.passedReplyPort = request.replyPort
         message.replyPort = replyRight
@@ -584,4 +596,10 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
         let h = lock.withLock { errorHandler }
         h?(error)
     }
+}
+
+/// A port's handler closure in a box of its own (see `PCPort.handler`).
+private final class HandlerBox {
+    let call: PCPort.Handler
+    init(_ call: @escaping PCPort.Handler) { self.call = call }
 }

@@ -35,7 +35,12 @@ public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvert
     // while calling out (so sending a right over itself cannot deadlock).
     // The reply sources run only inside `request`, on the requesting thread,
     // and take `lock` to touch `reply`/`pendingReplies`/`peerGone`.
-    private let lock = Lock()
+    // The one-shot reply rights a port makes (one per request it serves)
+    // share one lock per port instead of allocating one each: no code
+    // takes a right's `lock` while holding another right's `lock` (the
+    // transport reaches the rights it lends through `connectionLock`), so
+    // sharing it only serializes those rights' short critical sections.
+    private let lock: Lock
     /// Serializes requests on this right; held across the run-loop wait,
     /// never taken with `lock` held. Made by the first request (lock held):
     /// a right that never requests (a request's one-shot reply right, one
@@ -79,7 +84,9 @@ public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvert
         self.init(connection: descriptor, oneShotReply: false, limits: limits)
     }
 
-    package init(connection: SharedDescriptor, oneShotReply: Bool, limits: PortLimits) {
+    /// `lock`: the lock to share (a port's reply rights'); a new one when nil.
+    package init(connection: SharedDescriptor, oneShotReply: Bool, limits: PortLimits, lock: Lock? = nil) {
+        self.lock = lock ?? Lock()
         self.connection = connection
         self.isOneShotReply = oneShotReply
         self.limits = limits

@@ -144,7 +144,15 @@ extension PCRunLoop {
             eventBuffers.append(Epoll.EventBuffer(capacity: Self.eventCapacity))
         }
         let events = eventBuffers[depth]
+        while readyBuffers.count <= depth { readyBuffers.append([]) }
+        // Taken out while this run uses it (a nested run uses the next
+        // depth's), put back empty with its capacity.
         var ready: [PortSource] = []
+        swap(&ready, &readyBuffers[depth])
+        defer {
+            ready.removeAll(keepingCapacity: true)
+            swap(&ready, &readyBuffers[depth])
+        }
         while true {
             notify(ms, .beforeTimers)
             notify(ms, .beforeSources)
@@ -286,15 +294,17 @@ extension PCRunLoop {
     /// (an earlier handler of the batch may have removed it).
     private func dispatch(_ ms: ModeState, _ ready: inout [PortSource]) -> Bool {
         guard !ready.isEmpty else { return false }
-        let batch = ready
-        ready.removeAll(keepingCapacity: true)
+        // `ready` belongs to this run (a nested run in a handler has its
+        // own): read in place, no copy of the batch.
         var handled = false
-        for s in batch {
+        for i in ready.indices {
+            let s = ready[i]
             let stillThere = lock.withLock { ms.portSources[s.token] === s }
             guard stillThere, s.isValid else { continue }
             s.handler(s)
             handled = true
         }
+        ready.removeAll(keepingCapacity: true)
         return handled
     }
 

@@ -136,6 +136,9 @@ public final class PCRunLoop: @unchecked Sendable {
     @exclusivity(unchecked) var armedDeadline: MonotonicInstant? = nil
     /// epoll_wait buffers, one per run depth.
     @exclusivity(unchecked) var eventBuffers: [Epoll.EventBuffer] = []
+    /// The ready sources of a pass, one list per run depth, empty between
+    /// runs with their capacity kept (no allocation per run or pass).
+    @exclusivity(unchecked) var readyBuffers: [[PortSource]] = []
 
     package enum CommonItem {
         case port(PortSource)

@@ -28,6 +28,9 @@ public struct MonotonicInstant: Comparable, Hashable, Sendable, CustomStringConv
     public static func < (a: Self, b: Self) -> Bool { a.nanoseconds < b.nanoseconds }
 
     public static func + (a: Self, d: Duration) -> Self {
+        // A zero duration (a timer's usual tolerance, added at every sleep)
+        // skips the 128-bit arithmetic of Duration.components.
+        if d == .zero { return a }
         let ns = d.nanosecondsClamped
         if ns >= 0 { return Self(nanoseconds: min(a.nanoseconds &+ UInt64(ns), distantFuture.nanoseconds)) }
         let back = UInt64(-ns)
@@ -43,13 +46,12 @@ public struct MonotonicInstant: Comparable, Hashable, Sendable, CustomStringConv
 }
 
 extension Duration {
-    /// Whole nanoseconds, clamped to Int64.
+    /// Whole nanoseconds (truncated toward zero), clamped to Int64. One
+    /// 128-bit division: `components` costs two and a multiplication,
+    /// on every deadline a request computes.
     @inlinable
     public var nanosecondsClamped: Int64 {
-        let (s, atto) = components
-        let (ns, o) = s.multipliedReportingOverflow(by: 1_000_000_000)
-        if o { return s < 0 ? .min : .max }
-        return ns.addingReportingOverflow(atto / 1_000_000_000).overflow ? (s < 0 ? .min : .max) : ns + atto / 1_000_000_000
+        Int64(clamping: attoseconds / 1_000_000_000)
     }
 }
 

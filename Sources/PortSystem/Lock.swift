@@ -1,25 +1,40 @@
 // Lock: a pthread mutex on the heap (a pthread_mutex_t must not move). Used
 // for state whose values are not Sendable (class references to sources and
 // timers), where Synchronization.Mutex's `sending` rules get in the way.
+//
+// One allocation per lock: the mutex lives in the tail of a ManagedBuffer
+// (whose elements never move), not in a block of its own beside an object
+// that points to it. A Lock is a value holding that buffer: copies share the
+// one mutex, which is destroyed when the last copy goes. (Each request a
+// port serves makes a one-shot reply right, and so a lock: issue 13 counts
+// allocations per message.)
 
 import Glibc
 
 @usableFromInline
-package final class Lock: @unchecked Sendable {
+package struct Lock: @unchecked Sendable {
     // Safe to share: the mutex is initialised once in init, destroyed in
-    // deinit, and only ever touched through pthread calls, which are
-    // thread-safe by definition.
+    // the storage's deinit, and only ever touched through pthread calls,
+    // which are thread-safe by definition.
+    @usableFromInline
+    final class Storage: ManagedBuffer<Void, pthread_mutex_t> {
+        deinit {
+            _ = withUnsafeMutablePointerToElements { pthread_mutex_destroy($0) }
+        }
+    }
+
+    /// Keeps the mutex's memory alive as long as any copy of the lock.
+    @usableFromInline let storage: Storage
+    /// The mutex, in `storage`'s tail.
     @usableFromInline package let mutex: UnsafeMutablePointer<pthread_mutex_t>
 
     package init() {
-        mutex = .allocate(capacity: 1)
-        let r = pthread_mutex_init(mutex, nil)
+        let created = unsafeDowncast(Storage.create(minimumCapacity: 1) { _ in }, to: Storage.self)
+        let m = created.withUnsafeMutablePointerToElements { $0 }
+        let r = pthread_mutex_init(m, nil)
         precondition(r == 0, "pthread_mutex_init: \(r)")
-    }
-
-    deinit {
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
+        storage = created
+        mutex = m
     }
 
     @inlinable @inline(__always)

@@ -99,6 +99,41 @@ final class ServedPort: @unchecked Sendable {
         }
     }
 
+    /// The transport reuses a received message's arrays once the receiver
+    /// let go of them (MessageTransport, "Reuse"): messages a handler keeps
+    /// and replies a requester keeps must keep their own bytes while later
+    /// messages, some dropped and so reused, arrive after them.
+    @Test func keptMessagesAndRepliesKeepTheirBytesWhileLaterOnesReuseStorage() throws {
+        func payload(_ i: Int, _ part: Int) -> [UInt8] {
+            (0..<(1 + (i * 37 + part * 11) % 300)).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ i &+ part) }
+        }
+        let kept = Mutex<[PCPortMessage]>([])
+        let served = try ServedPort { m in
+            if m.msgid % 3 != 0 { kept.withLock { $0.append(m) } }
+            // The reply: the request's components in reverse order.
+            return PCPortMessage(msgid: m.msgid, components: m.components.reversed())
+        }
+        defer { served.stop() }
+        let right = try served.port.makeSendRight()
+        var replies: [PCPortMessage] = []
+        for i in 0..<60 {
+            let parts = 1 + i % 3
+            let request = PCPortMessage(msgid: UInt32(i), components: (0..<parts).map { .data(payload(i, $0)) })
+            let reply = try #require(try right.request(request, receiveTimeout: .seconds(5)).reply)
+            if i % 2 == 0 { replies.append(reply) }
+        }
+        for reply in replies {
+            let i = Int(reply.msgid)
+            #expect(reply.components.map(\.bytes) == (0..<(1 + i % 3)).reversed().map { payload(i, $0) })
+        }
+        let messages = kept.withLock { $0 }
+        #expect(messages.count == 40)
+        for m in messages {
+            let i = Int(m.msgid)
+            #expect(m.components.map(\.bytes) == (0..<(1 + i % 3)).map { payload(i, $0) })
+        }
+    }
+
     @Test func aHandlerMayAnswerLaterThroughTheReplyPort() throws {
         let kept = Mutex<SendRight?>(nil)
         let served = try ServedPort { m in

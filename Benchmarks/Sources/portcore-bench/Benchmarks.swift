@@ -29,7 +29,11 @@ enum Benchmarks {
         Benchmark(name: "port.oneway.4096") { PortBenchmarks.oneWay(bytes: 4096, count: scaled(200_000), senders: 1) },
         Benchmark(name: "port.oneway.64.8senders") { PortBenchmarks.oneWay(bytes: 64, count: scaled(200_000), senders: 8) },
         Benchmark(name: "port.memfd.64mib") { PortBenchmarks.largeComponent(megabytes: 64, iterations: scaled(20)) },
-        // Needs a running portd (BENCH_PORTD_SOCKET): skipped without one.
+        Benchmark(name: "port.roundtrip.right") { PortBenchmarks.rightPassing(iterations: scaled(20000)) },
+        Benchmark(name: "port.allocations") { PortAllocations.run(messages: scaled(20000)) },
+        // Need a running portd (BENCH_PORTD_SOCKET): skipped without one.
+        // portd.scale first: portd.fair leaves 64,000 names behind.
+        Benchmark(name: "portd.scale") { PortdScale.run(lookups: scaled(100_000)) },
         Benchmark(name: "portd.fair") { FairService.run(probes: scaled(3000)) },
     ]
 

@@ -12,7 +12,7 @@ import Synchronization
 
 enum PortBenchmarks {
     /// A port on a loop thread; `handler` runs there.
-    private final class Server: @unchecked Sendable {
+    final class Server: @unchecked Sendable {
         // Safe to share: `port` and `loop` are set before `ready` is written
         // and only read after it is read; `thread` is touched by the starter only.
         var port: PCPort!
@@ -58,6 +58,33 @@ enum PortBenchmarks {
         right.invalidate()
         server.stop()
         Report.latency("portcore.port.rtt.\(bytes == 1024 ? "1KiB" : "\(bytes)B")", samples)
+    }
+
+    /// A request carrying one send right (a spare right to the same port,
+    /// lent each time; the server receives a new descriptor for it and
+    /// closes it when the message goes) answered by an empty reply:
+    /// against c.seqpacket.rtt.right.blocking, which passes one descriptor
+    /// with SCM_RIGHTS the same way.
+    static func rightPassing(iterations: Int, warmup: Int = 1000) {
+        let server = Server { m in
+            guard case .port? = m.components.first else { Report.fail("the right did not arrive") }
+            return PCPortMessage(msgid: m.msgid)
+        }
+        let right = try! server.port.makeSendRight()
+        let passed = try! server.port.makeSendRight()
+        let payload = PCPortMessage(msgid: 4, components: [.port(passed)])
+        var samples = Samples(capacity: iterations)
+        for i in 0..<(warmup + iterations) {
+            let t0 = MonotonicInstant.now().nanoseconds
+            guard case .reply = try! right.request(payload, receiveTimeout: .seconds(10)) else {
+                Report.fail("request \(i) got no reply")
+            }
+            if i >= warmup { samples.append(MonotonicInstant.now().nanoseconds &- t0) }
+        }
+        right.invalidate()
+        passed.invalidate()
+        server.stop()
+        Report.latency("portcore.port.rtt.right", samples)
     }
 
     static func oneWay(bytes: Int, count: Int, senders: Int) {

@@ -1,7 +1,8 @@
 /*
  * bench_support.h: the few Linux calls the Swift benchmarks need that Swift's
  * Glibc module does not export (eventfd, sched_setaffinity with cpu_set_t
- * macros) and the descriptor limit. Benchmark-only; PortCore has its own
+ * macros), the descriptor limit, and the per-thread allocation count of
+ * malloc_counter.c. Benchmark-only; PortCore has its own
  * System/ layer and this target must not leak into it.
  */
 #ifndef PORTD_BENCH_SUPPORT_H
@@ -26,5 +27,12 @@ int bench_eventfd_read(int fd);
 
 /* errno of the last failed call above. */
 int bench_errno(void);
+
+/* Heap allocations (malloc, calloc, realloc, the aligned ones) made by the
+ * calling thread so far, counted by malloc_counter.c's interposers. */
+unsigned long long bench_malloc_count(void);
+
+/* 1 when this process's allocations really go through the counter. */
+int bench_malloc_interposed(void);
 
 #endif
