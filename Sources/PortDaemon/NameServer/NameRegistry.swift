@@ -46,6 +46,14 @@ protocol NameRegistryHandles {
     associatedtype Watcher: Sendable
     /// On a lookup waiting for a name.
     associatedtype Lookup: Sendable
+    /// Whether an owner's handle holds a descriptor of portd's (a port to
+    /// tell it later), counted against the descriptor quotas.
+    static func holdsDescriptor(_ owner: Owner) -> Bool
+}
+
+extension NameRegistryHandles {
+    /// Counted, unless the handles say otherwise.
+    static func holdsDescriptor(_ owner: Owner) -> Bool { true }
 }
 
 struct WatchID: Hashable, Comparable, Sendable {
@@ -95,7 +103,8 @@ struct NameRegistryLimits: Equatable, Sendable {
     /// Clients (connections) in all.
     var clients = 1024
     /// Descriptors portd may hold for one uid: its connections, watches
-    /// and registrations (owned or queued) each count one. Derived from
+    /// and registrations that gave portd a port to tell them later (owned
+    /// or queued) each count one. Derived from
     /// RLIMIT_NOFILE (DescriptorBudget); unbounded by default.
     var descriptorsPerUID = Int.max
     /// Descriptors portd may hold for all the uids that are not
@@ -221,6 +230,9 @@ struct NameRegistry<Handles: NameRegistryHandles> {
     private struct Client {
         let uid: UInt32
         var names: Set<PortName> = []
+        /// How many of `names` hold a descriptor of portd's (their
+        /// handle's port: `Handles.holdsDescriptor`).
+        var namesHoldingDescriptors = 0
         var lookups: Set<LookupID> = []
         var watches: Set<WatchID> = []
         /// The supplementary groups of the process that made the connection,
@@ -317,6 +329,19 @@ struct NameRegistry<Handles: NameRegistryHandles> {
         sortedNames.insert(name, at: insertionIndex(of: name))
     }
 
+    /// Records that `client` owns or waits for `name` through `ownership`.
+    private mutating func addName(_ name: PortName, to client: ClientID, _ ownership: Ownership) {
+        guard clients[client]?.names.insert(name).inserted == true else { return }
+        if Handles.holdsDescriptor(ownership.handle) { clients[client]!.namesHoldingDescriptors += 1 }
+    }
+
+    /// Records that `client` no longer owns or waits for `name` (it did
+    /// through `ownership`).
+    private mutating func removeName(_ name: PortName, from client: ClientID, _ ownership: Ownership) {
+        guard clients[client]?.names.remove(name) != nil else { return }
+        if Handles.holdsDescriptor(ownership.handle) { clients[client]!.namesHoldingDescriptors -= 1 }
+    }
+
     /// Removes the entry of `name`, keeping `sortedNames`.
     private mutating func removeEntry(_ name: PortName) {
         guard entries.removeValue(forKey: name) != nil else { return }
@@ -330,9 +355,12 @@ struct NameRegistry<Handles: NameRegistryHandles> {
     // MARK: Descriptors
 
     /// Descriptors portd holds for the client `record`: its connection, one
-    /// per watch, one per name it owns or waits for (each may carry a
-    /// notification port; counted whether it does or not).
-    private static func descriptors(of record: Client) -> Int { 1 + record.watches.count + record.names.count }
+    /// per watch, one per name it owns or waits for with a notification
+    /// port (a name registered without one holds nothing of portd's: its
+    /// listening socket went to the client, its socket file is a path).
+    private static func descriptors(of record: Client) -> Int {
+        1 + record.watches.count + record.namesHoldingDescriptors
+    }
 
     /// The quota one more descriptor for `uid` would break, if any.
     /// O(clients): at most MaxClients= records.
@@ -425,8 +453,8 @@ struct NameRegistry<Handles: NameRegistryHandles> {
             allowsReplacement: options.contains(.allowReplacement), ticket: takeID(), handle: handle)
         guard var entry = entries[name] else {
             if clients[client]!.names.count >= limits.namesPerClient { return .limit(.namesPerClient(limits.namesPerClient)) }
-            if let exceeded = descriptorQuota(uid: uid) { return .limit(exceeded) }
-            clients[client]!.names.insert(name)
+            if Handles.holdsDescriptor(handle), let exceeded = descriptorQuota(uid: uid) { return .limit(exceeded) }
+            addName(name, to: client, candidate)
             addEntry(name, Entry(owner: candidate, queue: []))
             let answered = takeLookups(waitingFor: name)
             return .registered(
@@ -440,11 +468,13 @@ struct NameRegistry<Handles: NameRegistryHandles> {
             if queuedAt == nil && clients[client]!.names.count >= limits.namesPerClient {
                 return .limit(.namesPerClient(limits.namesPerClient))
             }
-            if queuedAt == nil, let exceeded = descriptorQuota(uid: uid) { return .limit(exceeded) }
-            if let queuedAt { entry.queue.remove(at: queuedAt) }
+            if queuedAt == nil, Handles.holdsDescriptor(handle), let exceeded = descriptorQuota(uid: uid) {
+                return .limit(exceeded)
+            }
+            if let queuedAt { removeName(name, from: client, entry.queue.remove(at: queuedAt)) }
             let old = entry.owner
-            clients[old.client]?.names.remove(name)
-            clients[client]!.names.insert(name)
+            removeName(name, from: old.client, old)
+            addName(name, to: client, candidate)
             entry.owner = candidate
             entries[name] = entry
             return .registered(
@@ -455,8 +485,8 @@ struct NameRegistry<Handles: NameRegistryHandles> {
         if let queuedAt { return .queued(entry.queue[queuedAt], position: queuedAt + 1) }
         if options.contains(.doNotQueue) || !canQueue { return .alreadyOwned(entry.owner) }
         if clients[client]!.names.count >= limits.namesPerClient { return .limit(.namesPerClient(limits.namesPerClient)) }
-        if let exceeded = descriptorQuota(uid: uid) { return .limit(exceeded) }
-        clients[client]!.names.insert(name)
+        if Handles.holdsDescriptor(handle), let exceeded = descriptorQuota(uid: uid) { return .limit(exceeded) }
+        addName(name, to: client, candidate)
         entry.queue.append(candidate)
         entries[name] = entry
         return .queued(candidate, position: entry.queue.count)
@@ -479,7 +509,7 @@ struct NameRegistry<Handles: NameRegistryHandles> {
         guard let i = entry.queue.firstIndex(where: { $0.client == client }) else { return .notOwner(entry.owner) }
         let left = entry.queue.remove(at: i)
         entries[name] = entry
-        clients[client]?.names.remove(name)
+        removeName(name, from: client, left)
         return .leftQueue(left)
     }
 
@@ -487,7 +517,7 @@ struct NameRegistry<Handles: NameRegistryHandles> {
     private mutating func removeOwner(of name: PortName, now: UInt64) -> OwnerChange {
         guard var entry = entries[name] else { preconditionFailure("\(name) has no owner") }
         let old = entry.owner
-        clients[old.client]?.names.remove(name)
+        removeName(name, from: old.client, old)
         var new: Ownership?
         if !entry.queue.isEmpty {
             let next = entry.queue.removeFirst()

@@ -79,6 +79,10 @@ final class NameServer {
             let port: SendRight
             let serial: UInt32
         }
+
+        /// An owner holds a descriptor of portd's when its REGISTER gave a
+        /// port to tell it later.
+        static func holdsDescriptor(_ owner: Owner) -> Bool { owner.port != nil }
     }
 
     /// Counters for STATUS.

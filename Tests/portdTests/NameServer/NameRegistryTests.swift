@@ -20,6 +20,14 @@ private enum Tags: NameRegistryHandles {
     typealias Lookup = String
 }
 
+/// Handles whose owner says whether it holds a descriptor of portd's.
+private enum Ported: NameRegistryHandles {
+    typealias Owner = Bool
+    typealias Watcher = String
+    typealias Lookup = String
+    static func holdsDescriptor(_ owner: Bool) -> Bool { owner }
+}
+
 private typealias Registry = NameRegistry<Tags>
 private typealias OwnerChange = Registry.OwnerChange
 private typealias PendingLookup = Registry.PendingLookup
@@ -481,4 +489,50 @@ private extension NameRegistry.LookupOutcome {
         return false
     }
 
+}
+
+@Suite struct NameRegistryDescriptorTests {
+    @Test func onlyRegistrationsThatGavePortdAPortCountAsItsDescriptors() {
+        var limits = NameRegistryLimits()
+        limits.descriptorsPerUID = 3
+        var r = NameRegistry<Ported>(limits: limits)
+        #expect(r.admit(1, uid: 1000) == nil)
+        #expect(r.admit(2, uid: 1000) == nil)
+        func register(_ n: String, client: ClientID = 1, port: Bool) -> NameRegistry<Ported>.RegisterOutcome {
+            r.register(name(n), client: client, credentials: who(101), options: [], canQueue: port, now: 1, handle: port)
+        }
+        // Without a port, a name holds nothing of portd's: any number fit.
+        for i in 0..<20 {
+            guard case .registered = register("plain\(i)", port: false) else {
+                Issue.record("plain\(i) refused")
+                return
+            }
+        }
+        // Two connections (2) and one name with a port (1) reach 3.
+        guard case .registered = register("ported0", port: true) else {
+            Issue.record("ported0 refused")
+            return
+        }
+        guard case .limit(.descriptorsPerUID(uid: 1000, limit: 3)) = register("ported1", port: true) else {
+            Issue.record("the fourth descriptor was not refused")
+            return
+        }
+        guard case .registered = register("plain-after", port: false) else {
+            Issue.record("a name without a port was refused")
+            return
+        }
+        // Queued behind client 1 with a port: refused too; released, room again.
+        guard case .limit = register("plain0", client: 2, port: true) else {
+            Issue.record("a queue place with a port was not refused")
+            return
+        }
+        guard case .released = r.release(name("ported0"), client: 1, now: 2) else {
+            Issue.record("not released")
+            return
+        }
+        guard case .queued = register("plain0", client: 2, port: true) else {
+            Issue.record("no room after the release")
+            return
+        }
+    }
 }
