@@ -1,5 +1,6 @@
 /* GNU extensions wrapped where _GNU_SOURCE can be defined (see the header). */
 #define _GNU_SOURCE
+#include <malloc.h>
 #include <sys/socket.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -30,3 +31,5 @@ _Static_assert(PORT_SCM_CREDENTIALS == SCM_CREDENTIALS, "SCM_CREDENTIALS");
 _Static_assert(PORT_SO_PASSCRED == SO_PASSCRED, "SO_PASSCRED");
 _Static_assert(PORT_SO_PEERCRED == SO_PEERCRED, "SO_PEERCRED");
 _Static_assert(sizeof(port_ucred) == sizeof(struct ucred), "struct ucred");
+
+int port_malloc_trim(void) { return malloc_trim(0); }

@@ -78,6 +78,9 @@ pid_t port_gettid(void);
 int port_add_seals(int fd, unsigned int seals);
 int port_get_seals(int fd);
 
+/* malloc_trim(3): glibc's <malloc.h> is not part of Swift's Glibc module. */
+int port_malloc_trim(void);
+
 /* errno as a function: Swift reads it right after the call it belongs to. */
 int port_errno(void);
 

@@ -202,13 +202,29 @@ extension NameServer {
     func clientGone(_ client: ClientID) {
         greeted.remove(client)
         activator.clientGone(client)
+        memoryMark = max(memoryMark, registry.nameCount + registry.clientCount)
         let removal = registry.removeClient(client, now: WallClock.unixMilliseconds())
         for id in removal.watches { overflowing.removeValue(forKey: id)?.source.invalidate() }
         logger.debug(
             "client gone", metadata: ["client": "\(client)", "released": "\(removal.changes.count)"])
         for change in removal.changes { apply(change, requesterSocket: nil) }
         rearmDeadlineTimer()
+        returnMemoryIfShrunk()
     }
+
+    /// Once the registry (names and clients) has shrunk to less than half
+    /// of its size when memory was last returned (or its peak), gives the
+    /// freed heap back to the kernel: at most a logarithmic number of heap
+    /// walks however many clients leave, and none for a small registry.
+    private func returnMemoryIfShrunk() {
+        let size = registry.nameCount + registry.clientCount
+        guard memoryMark >= Self.memoryReturnFloor, size * 2 < memoryMark else { return }
+        Memory.returnFreePages()
+        memoryMark = size
+    }
+
+    /// Below this many names and clients, memory is not worth returning.
+    static let memoryReturnFloor = 1000
 
     /// Keeps one timer armed for the earliest deadline of a waiting lookup.
     func rearmDeadlineTimer() {

@@ -124,6 +124,9 @@ final class NameServer {
     var overflowing: [WatchID: (source: PortSource, missed: Int)] = [:]
     /// The clients whose HELLO succeeded (protocol 1.0 agreed).
     var greeted: Set<ClientID> = []
+    /// The size of the registry (names and clients) when memory was last
+    /// given back to the kernel, or its peak since (`clientGone`).
+    var memoryMark = 0
 
     /// The limits of the control port: small requests, no large data, few
     /// descriptors; up to 65535 components so that a LIST reply can name
