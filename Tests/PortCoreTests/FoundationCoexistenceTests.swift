@@ -22,14 +22,17 @@ import Testing
         let clock: any RunLoopClock = ManualClock()
         let activity: PCRunLoop.Activity = .entry
         let result: PCRunLoop.RunResult = .finished
-        _ = (foundationLoop, foundationMode, foundationTimer, instant, clock, activity, result)
-        loop.add(timer, forMode: mode)
-        loop.add(source, forMode: mode)
-        loop.add(observer, forMode: mode)
+        _ = (foundationLoop, foundationMode, foundationTimer, instant, clock, activity, result, mode)
+        // A mode of this test's own: the default mode of this (shared,
+        // cooperative) thread's loop may hold what other tests scheduled.
+        let own: PCRunLoop.Mode = "FoundationCoexistenceTests"
+        loop.add(timer, forMode: own)
+        loop.add(source, forMode: own)
+        loop.add(observer, forMode: own)
         timer.invalidate()
         source.invalidate()
         observer.invalidate()
-        #expect(loop.runInMode(mode, timeout: .zero) == .finished)
+        #expect(loop.runInMode(own, timeout: .zero) == .finished)
     }
 
     /// Foundation on Linux declares no PortNameServer (NSPortNameServer's
