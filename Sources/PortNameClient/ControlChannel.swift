@@ -68,11 +68,14 @@ final class ControlChannel: @unchecked Sendable {
 
     enum Outcome {
         case reply(PCPortMessage)
+        /// HELLO alone was answered (`hello(timeout:)`).
+        case greeted
         case sendTimedOut
         case receiveTimedOut
     }
 
-    /// portd's answer to HELLO, saying HELLO now if no request did yet.
+    /// portd's answer to HELLO, saying HELLO now if no request did yet;
+    /// nil when it did not come within `timeout`.
     func hello(timeout: Duration) throws(NameServerError) -> NameServerHello? {
         if case .done(let h) = condition.withLock({ greeting }) { return h }
         _ = try request(nil, [], replyPort: nil, sendTimeout: timeout, receiveTimeout: timeout)
@@ -89,7 +92,8 @@ final class ControlChannel: @unchecked Sendable {
         receiveTimeout: Duration
     ) throws(NameServerError) -> Outcome {
         typealias F = NameServerProtocol.Field
-        let (helloSerial, serial): (UInt32?, UInt32) = try condition.withLock { () throws(NameServerError) in
+        // `serial` nil: HELLO alone, whose answer is the greeting.
+        let (helloSerial, serial): (UInt32?, UInt32?) = try condition.withLock { () throws(NameServerError) in
             try settleGreetingLocked()
             if let failure { throw failure }
             var helloSerial: UInt32?
@@ -99,8 +103,8 @@ final class ControlChannel: @unchecked Sendable {
                 awaited.insert(s)
                 helloSerial = s
             }
-            if msgid == nil, helloSerial == nil, case .sent(let s) = greeting { return (nil, s) }  // HELLO alone, sent already
-            let serial = msgid == nil ? helloSerial! : makeSerialLocked()
+            guard msgid != nil else { return (helloSerial, nil) }
+            let serial = makeSerialLocked()
             awaited.insert(serial)
             return (helloSerial, serial)
         }
@@ -117,40 +121,24 @@ final class ControlChannel: @unchecked Sendable {
                         hello, on: connection.descriptor, replyPort: nil, replyExpected: true, before: deadline)
                     if r == .timedOut { return r }
                 }
-                guard let msgid, msgid != NameServerProtocol.MessageID.hello || helloSerial == nil else { return .sent }
+                guard let msgid, let serial else { return .sent }
                 var message = PCPortMessage(request: msgid, serial: serial, fields)
                 message.replyPort = replyPort
                 return try sendTransport.send(
                     message, on: connection.descriptor, replyPort: replyPort, replyExpected: true, before: deadline)
             }
         } catch {
-            forget(serial)
+            if let serial { forget(serial) }
             if case .invalidated = error { throw .connectionLost }
             throw .transport(error)
         }
         if sent == .timedOut {
-            forget(serial)
+            if let serial { forget(serial) }
             return .sendTimedOut
         }
         // .sent or .receiverGone: a gone portd may have left a record (a
         // refusal of the connection); reading finds it, then the end.
-        let outcome: Outcome
-        do {
-            outcome = try awaitReply(serial, until: .now() + receiveTimeout)
-            if msgid == nil, case .reply(let record) = outcome {
-                // HELLO alone: its answer is the greeting.
-                try condition.withLock { () throws(NameServerError) in
-                    arrived[serial] = record
-                    try settleGreetingLocked()
-                }
-            }
-        } catch {
-            // HELLO's refusal says more than the request's loss.
-            try condition.withLock { () throws(NameServerError) in try settleGreetingLocked() }
-            throw error
-        }
-        try condition.withLock { () throws(NameServerError) in try settleGreetingLocked() }
-        return outcome
+        return try awaitReply(serial, until: .now() + receiveTimeout)
     }
 
     /// Mutex held: takes HELLO's answer if it came; throws (and fails the
@@ -178,25 +166,38 @@ final class ControlChannel: @unchecked Sendable {
 
     private enum Turn {
         case done(PCPortMessage)
+        case greeted
         case failed(NameServerError)
         case timedOut
         case read
     }
 
-    private func awaitReply(_ serial: UInt32, until deadline: MonotonicInstant) throws(NameServerError) -> Outcome {
+    /// Waits for the reply to `serial` (nil: for HELLO's answer) until
+    /// `deadline`, reading when no other thread does. HELLO's answer is
+    /// taken by whichever waiter finds it filed; its refusal fails every
+    /// request, and says more than the request's own loss.
+    private func awaitReply(_ serial: UInt32?, until deadline: MonotonicInstant) throws(NameServerError) -> Outcome {
         while true {
             let turn: Turn = condition.withLock {
+                func leave() { if let serial { awaited.remove(serial) } }
                 while true {
-                    if let reply = arrived.removeValue(forKey: serial) {
+                    do throws(NameServerError) {
+                        try settleGreetingLocked()
+                    } catch {
+                        leave()
+                        return .failed(error)
+                    }
+                    if let serial, let reply = arrived.removeValue(forKey: serial) {
                         awaited.remove(serial)
                         return .done(reply)
                     }
+                    if serial == nil, case .done = greeting { return .greeted }
                     if let failure {
-                        awaited.remove(serial)
+                        leave()
                         return .failed(failure)
                     }
                     if MonotonicInstant.now() >= deadline {
-                        awaited.remove(serial)
+                        leave()
                         return .timedOut
                     }
                     if !reading {
@@ -208,6 +209,7 @@ final class ControlChannel: @unchecked Sendable {
             }
             switch turn {
             case .done(let reply): return .reply(reply)
+            case .greeted: return .greeted
             case .failed(let error): throw error
             case .timedOut: return .receiveTimedOut
             case .read: readOne(until: deadline)

@@ -231,17 +231,10 @@ public final class PortNameServer: Sendable {
         receiveTimeout: Duration? = nil
     ) throws(NameServerError) -> NameServerReply<SendRight> {
         let channel = connection.withLock { $0.channel }
-        return try Self.exchange(
-            on: channel, msgid, fields, replyPort: replyPort, what: what, socketPath: socketPath, timeout: timeout,
-            receiveTimeout: receiveTimeout ?? timeout)
-    }
-
-    private static func exchange(
-        on channel: ControlChannel, _ msgid: UInt32, _ fields: [NameServerField], replyPort: SendRight?, what: String,
-        socketPath: String, timeout: Duration, receiveTimeout: Duration
-    ) throws(NameServerError) -> NameServerReply<SendRight> {
+        let receiveTimeout = receiveTimeout ?? timeout
         switch try channel.request(msgid, fields, replyPort: replyPort, sendTimeout: timeout, receiveTimeout: receiveTimeout) {
         case .reply(let reply): return try NameServerReply(reply)
+        case .greeted: preconditionFailure("only HELLO alone is answered by the greeting")
         case .sendTimedOut:
             throw .timedOut("portd at \(socketPath) took no request within \(Self.seconds(timeout)) (sending \(what))")
         case .receiveTimedOut:

@@ -8,44 +8,41 @@
 
 /// portd's answer to HELLO.
 public struct NameServerHello: Sendable, Hashable {
+    /// One limit portd states ("max_request_bytes=4096").
+    public struct Limit: Sendable, Hashable {
+        public var key: String
+        public var value: UInt64
+    }
+
     /// The protocol version of the connection ("1.0").
     public var version: String
     /// portd's software version.
     public var portdVersion: String
     /// This connection's client id.
     public var client: UInt64
-    /// The limits portd states, by key ("max_request_bytes" …).
-    public var limits: [String: UInt64]
+    /// The limits portd states, in its order.
+    public var limitList: [Limit]
     /// The features portd states (NameServerProtocol.Feature raw values, or newer).
     public var features: [String]
+
+    /// The limits by key ("max_request_bytes" …).
+    public var limits: [String: UInt64] {
+        Dictionary(limitList.map { ($0.key, $0.value) }, uniquingKeysWith: { first, _ in first })
+    }
 
     package init(version: String, portdVersion: String, client: UInt64, limits: [(String, UInt64)], features: [String]) {
         self.version = version
         self.portdVersion = portdVersion
         self.client = client
-        self.limits = Dictionary(limits, uniquingKeysWith: { a, _ in a })
-        self.orderedLimits = limits
+        self.limitList = limits.map { Limit(key: $0.0, value: $0.1) }
         self.features = features
-    }
-
-    /// The limits in the order portd sent them.
-    package var orderedLimits: [(String, UInt64)] = []
-
-    public static func == (a: Self, b: Self) -> Bool {
-        a.version == b.version && a.portdVersion == b.portdVersion && a.client == b.client && a.limits == b.limits
-            && a.features == b.features
-    }
-
-    public func hash(into h: inout Hasher) {
-        h.combine(version)
-        h.combine(client)
     }
 
     /// The fields of HELLO's reply after the serial, in the page's order.
     package var fields: [NameServerField] {
         typealias F = NameServerProtocol.Field
         var f: [NameServerField] = [.init(F.protocol, version), .init(F.version, portdVersion), .init(F.client, client)]
-        for (k, v) in orderedLimits { f.append(.init(k, v)) }
+        for l in limitList { f.append(.init(l.key, l.value)) }
         for feature in features { f.append(.init(F.feature, feature)) }
         return f
     }

@@ -92,17 +92,7 @@ struct Monitor: ParsableCommand {
         output.notice(names.isEmpty ? "monitoring every name" : "monitoring \(names.joined(separator: " "))")
         state.seen(loop, counting: false)
         while true {
-            if let failure = state.failure { throw failure }
-            if state.done { return }
-            if state.lost {
-                // Print what portd and the ports sent before it went, then stop.
-                while !state.done && state.failure == nil,
-                    loop.runInMode(.default, timeout: .zero, returnAfterSourceHandled: true) == .handledSource
-                {}
-                if let failure = state.failure { throw failure }
-                if state.done { return }
-                throw Failure(.portInvalid, "portd closed the connection")
-            }
+            if try streamEnds(loop, failure: state.failure, done: state.done, lost: state.lost) { return }
             for (name, owner) in state.takeNewOwners() {
                 try subscribe(name, on: server, state: state, loop: loop, owner: owner)
             }

@@ -90,17 +90,7 @@ struct Watch: ParsableCommand {
         output.notice("watching \(name ?? "every name")")
         state.seen(count: nil, idle: idle, loop, counting: false)
         while true {
-            if let failure = state.failure { throw failure }
-            if state.done { return }
-            if state.lost {
-                // Print the changes portd sent before it went, then stop.
-                while !state.done && state.failure == nil,
-                    loop.runInMode(.default, timeout: .zero, returnAfterSourceHandled: true) == .handledSource
-                {}
-                if let failure = state.failure { throw failure }
-                if state.done { return }
-                throw Failure(.portInvalid, "portd closed the connection")
-            }
+            if try streamEnds(loop, failure: state.failure, done: state.done, lost: state.lost) { return }
             let deadline = state.deadline
             let r = loop.runInMode(.default, before: deadline, returnAfterSourceHandled: true)
             if r == .timedOut && MonotonicInstant.now() >= state.deadline && !state.done {
@@ -108,6 +98,25 @@ struct Watch: ParsableCommand {
             }
         }
     }
+}
+
+/// The end of a streaming verb (watch, monitor) as its loop state says:
+/// throws its failure; true when it is done; when portd went (`lost`),
+/// first handles what already came (portd's last changes, the ports' last
+/// messages) without waiting, then the same, or status 74. False: go on.
+/// `failure` and `done` are read again after each message handled.
+func streamEnds(
+    _ loop: PCRunLoop, failure: @autoclosure () -> Failure?, done: @autoclosure () -> Bool, lost: Bool
+) throws(Failure) -> Bool {
+    if let f = failure() { throw f }
+    if done() { return true }
+    guard lost else { return false }
+    while !done() && failure() == nil,
+        loop.runInMode(.default, timeout: .zero, returnAfterSourceHandled: true) == .handledSource
+    {}
+    if let f = failure() { throw f }
+    if done() { return true }
+    throw Failure(.portInvalid, "portd closed the connection")
 }
 
 /// What the watch callback and the loop share; only touched on the loop's thread.

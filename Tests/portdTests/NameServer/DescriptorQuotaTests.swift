@@ -30,37 +30,26 @@ import PortTestSupport
         try FileSystem.setPermissions(dir.path, 0o755)  // the other uid reaches the socket
         let portd = try DaemonProcess.started(
             socket: dir.appending("portd.sock"), arguments: ["--system"], launcher: ["/usr/bin/prlimit", "--nofile=160:160"])
+        // examples/portd_client.py, the reference client: each WATCH gives
+        // portd a descriptor of the client's own (a socketpair end).
         let script = """
-            import socket, struct, sys
-            c = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-            c.connect(sys.argv[1])
-            def record(msgid, flags, *fields):
-                data = [f.encode() for f in fields]
-                return (b"port" + struct.pack("<BBHI", 1, flags, len(data), msgid)
-                        + b"".join(struct.pack("<B3xI", 1, len(d)) for d in data) + b"".join(data))
-            def receive():
-                data, fds, _, _ = socket.recv_fds(c, 262144, 4)
-                count = struct.unpack("<H", data[6:8])[0]
-                off, words = 12 + 8 * count, []
-                for i in range(count):
-                    length = struct.unpack("<B3xI", data[12 + 8 * i:20 + 8 * i])[1]
-                    words.append(data[off:off + length].decode()); off += length
-                return struct.unpack("<I", data[8:12])[0], dict(w.split("=", 1) for w in words)
-            c.send(record(0xffff0009, 0x02, "serial=1", "protocol=1.0"))
-            receive()
+            import sys
+            sys.path.insert(0, sys.argv[2])
+            import portd_client
+            c = portd_client.Client(sys.argv[1])
             kept, n = [], 0
             while n <= 1000:
-                a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-                socket.send_fds(c, [record(0xffff0005, 0x03, "serial=%d" % (n + 2))], [b.fileno()])
-                b.close()
-                msgid, fields = receive()
-                if msgid != 0xffff0200:
-                    print(n, fields.get("error"), fields.get("message"), sep="\\t"); break
-                kept.append(a); n += 1
+                try:
+                    kept.append(c.watch())
+                except portd_client.PortdError as e:
+                    print(n, e.error, e.message, sep="\\t"); break
+                n += 1
             """
         let attacker = try ChildProcess(
             executable: "/usr/bin/setpriv",
-            arguments: ["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", script, portd.socketPath],
+            arguments: ["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", script, portd.socketPath,
+                SourceTree.path("examples"),
+            ],
             environment: ChildProcess.cleanEnvironment())
         #expect(try attacker.waitForExit() == 0, "\(attacker.standardError)")
         let fields = attacker.standardOutput.split(separator: "\t").map(String.init)

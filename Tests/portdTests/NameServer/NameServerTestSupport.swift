@@ -97,13 +97,14 @@ final class NameClient: Sendable {
     /// portd's id for this connection (HELLO's "client="), 0 without HELLO.
     let clientID: UInt64
 
-    /// Connects, and says HELLO unless `hello` is false.
-    init(socket path: String, hello: Bool = true) throws {
+    /// Connects, and says HELLO unless `hello` is false. `limits` are the
+    /// sender's (larger ones let a test send records portd must refuse).
+    init(socket path: String, hello: Bool = true, limits: PortLimits = .default) throws {
         let fd = try UnixSocket.makeSocket()  // closed on a failure
         guard try UnixSocket.connect(fd, to: UnixSocketAddress(path: path)) == .connected else {
             throw HarnessError.unexpected("portd's backlog is full")
         }
-        let right = SendRight(descriptor: fd)
+        let right = SendRight(descriptor: fd, limits: limits)
         self.right = right
         guard hello else {
             clientID = 0
@@ -138,6 +139,22 @@ final class NameClient: Sendable {
             return reply
         case let other: throw HarnessError.unexpected("no reply to \(msgid) \(fields): \(other)")
         }
+    }
+
+    /// Sends `message` as a request exactly as given (its own serial, or
+    /// none, or anything else); the reply, or nil when portd closed the
+    /// connection instead.
+    func raw(_ message: PCPortMessage, timeout: Duration = HarnessTimeout) throws -> PCPortMessage? {
+        switch try right.request(message, sendTimeout: timeout, receiveTimeout: timeout) {
+        case .reply(let reply): return reply
+        case .invalidPort: return nil
+        case let other: throw HarnessError.unexpected("no reply to \(message.msgid) \(message.words): \(other)")
+        }
+    }
+
+    /// `raw` of a message of these data components.
+    func raw(_ msgid: UInt32, _ texts: [String]) throws -> PCPortMessage? {
+        try raw(PCPortMessage(msgid: msgid, strings: texts))
     }
 
     /// REGISTER; returns the reply.

@@ -14,39 +14,8 @@ import PortMessaging
 import PortTestSupport
 @testable import PortDaemon
 
-/// A connection that sends whatever it is told, within generous sender
-/// limits (so that records portd must refuse can be sent at all).
-private final class RawClient: Sendable {
-    let right: SendRight
-
-    init(socket path: String) throws {
-        let fd = try UnixSocket.makeSocket()
-        guard try UnixSocket.connect(fd, to: UnixSocketAddress(path: path)) == .connected else {
-            throw HarnessError.unexpected("portd's backlog is full")
-        }
-        right = SendRight(
-            descriptor: fd,
-            limits: PortLimits(maxRecordSize: 196608, maxComponents: 4096, maxDescriptors: 16, maxLargeDataBytes: 1 << 24))
-    }
-
-    /// Sends `message` as a request; the reply, or nil when portd closed the connection.
-    func request(_ message: PCPortMessage) throws -> PCPortMessage? {
-        switch try right.request(message, sendTimeout: HarnessTimeout, receiveTimeout: HarnessTimeout) {
-        case .reply(let reply): return reply
-        case .invalidPort: return nil
-        case let other: throw HarnessError.unexpected("\(other)")
-        }
-    }
-
-    func request(_ msgid: UInt32, _ texts: [String]) throws -> PCPortMessage? {
-        try request(PCPortMessage(msgid: msgid, strings: texts))
-    }
-
-    func hello() throws {
-        let reply = try request(MessageID.hello, ["serial=1", "protocol=1.0"])
-        guard reply?.msgid == MessageID.reply else { throw HarnessError.unexpected("HELLO: \(reply?.words ?? [])") }
-    }
-}
+/// Sender limits large enough to send records portd must refuse.
+private let generous = PortLimits(maxRecordSize: 196608, maxComponents: 4096, maxDescriptors: 16, maxLargeDataBytes: 1 << 24)
 
 @Suite struct ProtocolRulesTests {
     /// STATUS with `n` port components (each one end of a new socketpair).
@@ -61,36 +30,36 @@ private final class RawClient: Sendable {
 
     @Test func helloComesFirstAndAgreesOnAVersion() throws {
         let portd = try DaemonProcess.started()
-        let c = try RawClient(socket: portd.socketPath)
-        let early = try #require(try c.request(MessageID.status, ["serial=5"]))
+        let c = try NameClient(socket: portd.socketPath, hello: false, limits: generous)
+        let early = try #require(try c.raw(MessageID.status, ["serial=5"]))
         #expect(early.msgid == MessageID.error && early.serial == 5 && early.outcome == "hello-required")
-        let hello = try #require(try c.request(MessageID.hello, ["serial=6", "protocol=1.7", "protocol=2.0"]))
+        let hello = try #require(try c.raw(MessageID.hello, ["serial=6", "protocol=1.7", "protocol=2.0"]))
         #expect(hello.msgid == MessageID.reply && hello.serial == 6)
         #expect(hello.field("protocol") == "1.0", "a minor version of the same major: portd answers with its own")
         #expect(hello.field("version") == PortdVersion.current)
         #expect(hello.field("max_request_bytes") == "4096" && hello.field("max_request_fields") == "16")
         #expect(hello.field("list_page") == "\(NameServer.listPageSize)" && hello.field("owner_page") == "\(NameServer.ownerPageSize)")
         #expect(hello.words.filter { $0.hasPrefix("feature=") } == NameServerProtocol.Feature.allCases.map { "feature=\($0.rawValue)" })
-        #expect(try c.request(MessageID.status, ["serial=7"])?.outcome == "ok", "the connection went on after hello-required")
-        #expect(try c.request(MessageID.hello, ["serial=8", "protocol=1.0"])?.outcome == "bad-request", "HELLO once")
-        let fresh = try RawClient(socket: portd.socketPath)
+        #expect(try c.raw(MessageID.status, ["serial=7"])?.outcome == "ok", "the connection went on after hello-required")
+        #expect(try c.raw(MessageID.hello, ["serial=8", "protocol=1.0"])?.outcome == "bad-request", "HELLO once")
+        let fresh = try NameClient(socket: portd.socketPath, hello: false, limits: generous)
         for malformed in ["1", "1.0.1", "1.x", "v1.0", ""] {
-            #expect(try fresh.request(MessageID.hello, ["serial=1", "protocol=\(malformed)"])?.outcome == "bad-request", "\(malformed)")
+            #expect(try fresh.raw(MessageID.hello, ["serial=1", "protocol=\(malformed)"])?.outcome == "bad-request", "\(malformed)")
         }
-        #expect(try fresh.request(MessageID.hello, ["serial=2", "protocol=01.00"])?.field("protocol") == "1.0", "leading zeros are digits")
+        #expect(try fresh.raw(MessageID.hello, ["serial=2", "protocol=01.00"])?.field("protocol") == "1.0", "leading zeros are digits")
 
         // A client of the protocol before 1.0 (no serial) is told in the form it reads.
-        let old = try RawClient(socket: portd.socketPath)
-        let legacy = try #require(try old.request(MessageID.status, []))
+        let old = try NameClient(socket: portd.socketPath, hello: false, limits: generous)
+        let legacy = try #require(try old.raw(MessageID.status, []))
         #expect(legacy.msgid == MessageID.status && legacy.words.first == "bad-request")
         #expect(legacy.words.dropFirst().first?.hasPrefix("message=portd speaks protocol 1.0: send HELLO") == true, "\(legacy.words)")
-        #expect(try old.request(MessageID.lookup, ["org.example.x"])?.words.first == "bad-request", "and the connection stays")
+        #expect(try old.raw(MessageID.lookup, ["org.example.x"])?.words.first == "bad-request", "and the connection stays")
 
-        let other = try RawClient(socket: portd.socketPath)
-        let refused = try #require(try other.request(MessageID.hello, ["serial=1", "protocol=2.0", "protocol=0.9"]))
+        let other = try NameClient(socket: portd.socketPath, hello: false, limits: generous)
+        let refused = try #require(try other.raw(MessageID.hello, ["serial=1", "protocol=2.0", "protocol=0.9"]))
         #expect(refused.msgid == MessageID.error && refused.outcome == "unsupported-version")
         #expect(refused.words.filter { $0.hasPrefix("protocol=") } == ["protocol=1.0"], "the versions portd speaks")
-        #expect(try other.request(MessageID.hello, ["serial=2", "protocol=1.0"]) == nil, "then portd closed the connection")
+        #expect(try other.raw(MessageID.hello, ["serial=2", "protocol=1.0"]) == nil, "then portd closed the connection")
         #expect(try portd.stop() == 0)
     }
 
@@ -122,8 +91,7 @@ private final class RawClient: Sendable {
 
     @Test func everyMalformedRequestGetsItsErrorAndTheConnectionGoesOn() throws {
         let portd = try DaemonProcess.started()
-        let c = try RawClient(socket: portd.socketPath)
-        try c.hello()
+        let c = try NameClient(socket: portd.socketPath, limits: generous)
         let badRequests: [(UInt32, [String], UInt32)] = [
             (0xFFFF_00FE, ["serial=10"], 10),  // unknown msgid
             (MessageID.lookup, ["serial=11", "org.example.x"], 11),  // not a field
@@ -144,7 +112,7 @@ private final class RawClient: Sendable {
             (MessageID.status, ["serial=22"] + (1...16).map { "x\($0)=1" }, 22),  // 17 fields
         ]
         for (msgid, texts, serial) in badRequests {
-            let reply = try #require(try c.request(msgid, texts), "\(texts)")
+            let reply = try #require(try c.raw(msgid, texts), "\(texts)")
             #expect(reply.msgid == MessageID.error && reply.outcome == "bad-request", "\(texts): \(reply.words)")
             #expect(reply.serial == serial, "\(texts)")
             #expect(reply.field("message")?.isEmpty == false)
@@ -152,14 +120,14 @@ private final class RawClient: Sendable {
         var withPort = PCPortMessage(msgid: MessageID.register, strings: ["serial=23", "name=a"])
         let pair = try UnixSocket.makePair()
         withPort.components.append(.port(SendRight(descriptor: pair.first)))
-        #expect(try c.request(withPort)?.outcome == "bad-request", "a port component")
+        #expect(try c.raw(withPort)?.outcome == "bad-request", "a port component")
         var notUTF8 = PCPortMessage(msgid: MessageID.lookup, strings: ["serial=24"])
         notUTF8.components.append(.data([0x6E, 0x3D, 0xFF]))
-        #expect(try c.request(notUTF8)?.outcome == "bad-request", "not UTF-8")
-        #expect(try c.request(MessageID.lookup, ["serial=25", "name=../etc"])?.outcome == "invalid-name")
-        let big = try #require(try c.request(MessageID.lookup, ["serial=26", "name=" + String(repeating: "x", count: 4100)]))
+        #expect(try c.raw(notUTF8)?.outcome == "bad-request", "not UTF-8")
+        #expect(try c.raw(MessageID.lookup, ["serial=25", "name=../etc"])?.outcome == "invalid-name")
+        let big = try #require(try c.raw(MessageID.lookup, ["serial=26", "name=" + String(repeating: "x", count: 4100)]))
         #expect(big.outcome == "limit" && big.serial == 26, "more than MaxRequestBytes")
-        #expect(try c.request(MessageID.status, ["serial=27"])?.outcome == "ok", "and the connection goes on")
+        #expect(try c.raw(MessageID.status, ["serial=27"])?.outcome == "ok", "and the connection goes on")
         #expect(try portd.stop() == 0)
     }
 
@@ -176,13 +144,12 @@ private final class RawClient: Sendable {
             ("large data", PCPortMessage(msgid: MessageID.status, components: [.data(Array("serial=2".utf8)), .data([UInt8](repeating: 0x61, count: 200_000))])),
         ]
         for (i, (what, record)) in cases.enumerated() {
-            let c = try RawClient(socket: portd.socketPath)
-            try c.hello()
+            let c = try NameClient(socket: portd.socketPath, limits: generous)
             let name = "org.example.doomed\(i)"
-            let registered = try #require(try c.request(MessageID.register, ["serial=3", "name=\(name)"]))
+            let registered = try #require(try c.raw(MessageID.register, ["serial=3", "name=\(name)"]))
             #expect(registered.outcome == "registered", "\(what)")
             #expect(events.next()?.nameAndEvent == [name, "registered"])
-            #expect(try c.request(record) == nil, "\(what): portd closed the connection")
+            #expect(try c.raw(record) == nil, "\(what): portd closed the connection")
             #expect(events.next()?.nameAndEvent == [name, "released"], "\(what): and its names went with it")
         }
         #expect(try watcher.request(MessageID.status).outcome == "ok", "everyone else is served")

@@ -15,31 +15,23 @@ import PortTestSupport
 @Suite struct SystemPolicyTests {
     /// REGISTER `name` as uid 65534 through `socket`; the reply's words, tab-separated.
     private func registerAsNobody(_ name: String, socket: String) throws -> [String] {
+        // examples/portd_client.py, the reference client, speaks the protocol.
         let script = """
-            import socket, struct, sys
-            c = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-            c.connect(sys.argv[1])
-            def send(msgid, *fields):
-                data = [f.encode() for f in fields]
-                c.send(b"port" + struct.pack("<BBHI", 1, 0x02, len(data), msgid)
-                       + b"".join(struct.pack("<B3xI", 1, len(d)) for d in data) + b"".join(data))
-            def receive():
-                data, fds, _, _ = socket.recv_fds(c, 262144, 4)
-                count = struct.unpack("<H", data[6:8])[0]
-                off, words = 12 + 8 * count, []
-                for i in range(count):
-                    length = struct.unpack("<B3xI", data[12 + 8 * i:20 + 8 * i])[1]
-                    kind = data[12 + 8 * i]
-                    words.append(data[off:off + length].decode() if kind == 1 else "<port>"); off += length
-                return dict(w.split("=", 1) for w in words if "=" in w)
-            send(0xffff0009, "serial=1", "protocol=1.0")
-            send(0xffff0002, "serial=2", "name=" + sys.argv[2])
-            hello, reply = receive(), receive()
-            print(reply.get("error") or reply.get("result"), reply.get("message", ""), sep="\\t")
+            import sys
+            sys.path.insert(0, sys.argv[3])
+            import portd_client
+            try:
+                result = portd_client.Client(sys.argv[1]).register(sys.argv[2]).result
+                print(result, "", sep="\\t")
+            except portd_client.PortdError as e:
+                print(e.error, e.message, sep="\\t")
             """
         let child = try ChildProcess(
             executable: "/usr/bin/setpriv",
-            arguments: ["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", script, socket, name],
+            arguments: [
+                "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", script, socket, name,
+                SourceTree.path("examples"),
+            ],
             environment: ChildProcess.cleanEnvironment())
         #expect(try child.waitForExit() == 0, "\(child.standardError)")
         return child.standardOutput.trimmingCharacters(in: .newlines).split(separator: "\t").map(String.init)
