@@ -7,7 +7,8 @@
 // (`ComponentOrder.kinds`) and checked against what the parser found (the
 // same number of each kind); the values come from the parser. A component
 // larger than one record goes as a sealed memfd: PortCore's transport does
-// that by itself.
+// that by itself. The values and their reading are ComponentValues, shared
+// with the fast path of send and request (MessageLine).
 
 import ArgumentParser
 import PortCore
@@ -32,13 +33,38 @@ struct ComponentOptions: ParsableArguments {
     var standardInput: [String] = []
 
     func validate() throws {
+        if let problem = values.problem { throw ValidationError(problem) }
+    }
+
+    /// The values, as the code that reads the components uses them.
+    var values: ComponentValues { ComponentValues(data: data, file: file, hex: hex, standardInput: standardInput) }
+
+    /// The components, read and in command-line order.
+    func components(arguments: [String] = CommandLine.arguments) throws(Failure) -> [PCPortMessage.Component] {
+        try values.components(arguments: arguments)
+    }
+}
+
+/// The component options as parsed, free of swift-argument-parser (as
+/// ConnectionValues): what both parsers of send and request produce, and
+/// what reads the components.
+struct ComponentValues: Equatable {
+    var data: [String] = []
+    var file: [String] = []
+    var hex: [String] = []
+    /// The positionals after the name (valid: at most one "-").
+    var standardInput: [String] = []
+
+    /// What is wrong with the values, or nil: the one check of both parsers.
+    var problem: String? {
         for s in standardInput where s != "-" {
-            throw ValidationError("unexpected argument '\(s)' (components are --data, --file, --hex or -)")
+            return "unexpected argument '\(s)' (components are --data, --file, --hex or -)"
         }
-        if standardInput.count > 1 { throw ValidationError("'-' (standard input) can be given only once") }
+        if standardInput.count > 1 { return "'-' (standard input) can be given only once" }
         for h in hex where HexBytes.parse(h) == nil {
-            throw ValidationError("--hex '\(h)' is not an even number of hexadecimal digits")
+            return "--hex '\(h)' is not an even number of hexadecimal digits"
         }
+        return nil
     }
 
     /// The components, read and in command-line order.
@@ -195,10 +221,14 @@ struct MessageID: ExpressibleByArgument {
     private let invalid: String?
 
     init?(argument: String) {
-        let parsed: UInt32? =
-            argument.lowercased().hasPrefix("0x") ? UInt32(argument.dropFirst(2), radix: 16) : UInt32(argument)
+        let parsed = Self.parse(argument)
         value = parsed ?? 0
         invalid = parsed == nil ? argument : nil
+    }
+
+    /// The value of `text`, decimal or 0x hexadecimal; nil when it is not one.
+    static func parse(_ text: String) -> UInt32? {
+        text.lowercased().hasPrefix("0x") ? UInt32(text.dropFirst(2), radix: 16) : UInt32(text)
     }
 
     init(_ value: UInt32) {
@@ -210,12 +240,17 @@ struct MessageID: ExpressibleByArgument {
 
     /// The check every verb that sends applies in `validate()`.
     static func check(_ id: MessageID) throws {
+        if let problem = problem(id) { throw ValidationError(problem) }
+    }
+
+    /// What is wrong with `id`, or nil: the one check of both parsers.
+    static func problem(_ id: MessageID) -> String? {
         if let text = id.invalid {
-            throw ValidationError(
-                "'\(text)' is not a message ID: give a number from 0 to 4294967295, decimal or 0x hexadecimal")
+            return "'\(text)' is not a message ID: give a number from 0 to 4294967295, decimal or 0x hexadecimal"
         }
         if WireFormat.reservedMessageIDs.contains(id.value) {
-            throw ValidationError("msgid \(id.value) is reserved for portd (0xffff0000 and above)")
+            return "msgid \(id.value) is reserved for portd (0xffff0000 and above)"
         }
+        return nil
     }
 }

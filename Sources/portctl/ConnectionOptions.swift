@@ -18,6 +18,12 @@
 // they are for portd (one rule for both programs). The checks of
 // the values are therefore the verbs' (`check()` from their validate()),
 // so a bad value is reported with the verb's usage line.
+//
+// The options groups hold what swift-argument-parser parsed; what the code
+// that connects and prints uses are plain values, ConnectionValues and
+// OutputValues, which the fast path of send and request (MessageLine)
+// fills in without swift-argument-parser. Their checks (`problem`) are
+// shared by both parsers.
 
 import ArgumentParser
 import PortCore
@@ -33,7 +39,7 @@ extension DaemonInstance: EnumerableFlag {
 
 struct ConnectionOptions: ParsableArguments {
     /// The bound of a one-shot exchange when --timeout is not given.
-    static let defaultTimeout: Double = 5
+    static let defaultTimeout = ConnectionValues.defaultTimeout
 
     @Option(help: ArgumentHelp("The control socket of portd (overrides PORTD_SOCKET and the instance).", valueName: "path"))
     var socket: String?
@@ -63,13 +69,54 @@ struct ConnectionOptions: ParsableArguments {
 
     /// The checks of the values, for the verbs' validate().
     func check() throws {
-        if let given = timeoutArgument {
-            guard let timeout = given.value, timeout.isFinite, timeout > 0, timeout <= 86_400 else {
-                throw ValidationError(
-                    "--timeout '\(given.text)': give a number of seconds greater than 0 (at most 86400)")
+        if let problem = ConnectionValues.problem(socket: socket, timeout: timeoutArgument?.text) {
+            throw ValidationError(problem)
+        }
+    }
+
+    /// The values, as the code that connects uses them.
+    var values: ConnectionValues { ConnectionValues(socket: socket, instance: instance, timeout: timeout) }
+
+    /// Where portd's socket is for this invocation.
+    var location: DaemonSocketLocation { values.location }
+
+    /// The bound of one exchange with portd (and of one-shot waits).
+    var exchangeTimeout: Duration { values.exchangeTimeout }
+
+    /// The explicit --timeout, if given (for waits that are unbounded by default).
+    var explicitTimeout: Duration? { values.explicitTimeout }
+
+    /// The value printed in messages ("5 s").
+    var timeoutText: String { values.timeoutText }
+
+    static func format(_ seconds: Double) -> String { ConnectionValues.format(seconds) }
+
+    /// Connects to portd, turning every failure into the documented exit status.
+    func connect() throws(Failure) -> PortNameServer { try values.connect() }
+}
+
+/// The parsed values of the connection options, free of
+/// swift-argument-parser: what the verbs connect with, and what the fast
+/// path for send and request (MessageLine) fills in by itself.
+struct ConnectionValues: Equatable {
+    /// The bound of a one-shot exchange when --timeout is not given.
+    static let defaultTimeout: Double = 5
+
+    var socket: String? = nil
+    var instance: DaemonInstance? = nil
+    /// --timeout, already checked (`problem`).
+    var timeout: Double? = nil
+
+    /// What is wrong with the values as given (--socket, --timeout's text),
+    /// or nil: the one check of both parsers.
+    static func problem(socket: String?, timeout text: String?) -> String? {
+        if let text {
+            guard let timeout = Double(text), timeout.isFinite, timeout > 0, timeout <= 86_400 else {
+                return "--timeout '\(text)': give a number of seconds greater than 0 (at most 86400)"
             }
         }
-        if let socket, socket.isEmpty { throw ValidationError("--socket needs a path") }
+        if let socket, socket.isEmpty { return "--socket needs a path" }
+        return nil
     }
 
     /// Where portd's socket is for this invocation.
@@ -108,6 +155,22 @@ struct OutputOptions: ParsableArguments {
     var json = false
 
     @Flag(name: [.customShort("q"), .long], help: "Print nothing on success (errors still go to standard error).")
+    var quiet = false
+
+    /// The values, as the code that prints uses them.
+    var values: OutputValues { OutputValues(json: json, quiet: quiet) }
+
+    /// Writes `line` (text or JSON) to standard output unless --quiet.
+    func emit(_ line: @autoclosure () -> String) throws(Failure) { try values.emit(line()) }
+
+    /// A notice for people on standard error ("portctl: listening on NAME"), unless --quiet or --json.
+    func notice(_ text: @autoclosure () -> String) { values.notice(text()) }
+}
+
+/// The parsed values of --json and --quiet, free of swift-argument-parser
+/// (see ConnectionValues).
+struct OutputValues: Equatable {
+    var json = false
     var quiet = false
 
     /// Writes `line` (text or JSON) to standard output unless --quiet.

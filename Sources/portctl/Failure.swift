@@ -54,8 +54,8 @@ struct Failure: Error {
     }
 
     /// Prints the message (one JSON object with --json) and returns the
-    /// exit code to throw.
-    func report(json: Bool = false) -> ExitCode {
+    /// exit status.
+    func report(json: Bool = false) -> Int32 {
         if let message {
             if json {
                 Self.writeJSON(word: Self.word(for: code), status: code, message: message)
@@ -63,7 +63,7 @@ struct Failure: Error {
                 CurrentProcess.writeStandardError("portctl: \(message)\n")
             }
         }
-        return ExitCode(code)
+        return code
     }
 
     /// The error word of an exit status, for JSON (portctl(1), EXIT STATUS).
@@ -97,6 +97,6 @@ func reporting(json: Bool, _ body: () throws(Failure) -> Void) throws(ExitCode) 
     do {
         try body()
     } catch {
-        throw error.report(json: json)
+        throw ExitCode(error.report(json: json))
     }
 }

@@ -36,7 +36,13 @@ enum MessageRendering {
 
     /// The check of --max-bytes, for validate().
     static func check(maxBytes: Int?) throws {
-        if let maxBytes, maxBytes < 0 { throw ValidationError("--max-bytes must be 0 or more") }
+        if let problem = problem(maxBytes: maxBytes) { throw ValidationError(problem) }
+    }
+
+    /// What is wrong with --max-bytes, or nil (the check of both parsers of request).
+    static func problem(maxBytes: Int?) -> String? {
+        if let maxBytes, maxBytes < 0 { return "--max-bytes must be 0 or more" }
+        return nil
     }
 
     /// The heading of a received message: msgid, sender, whether it wants a reply.

@@ -4,11 +4,19 @@
 // usage error is printed as the JSON error object too.
 // SIGPIPE is ignored first, so a closed standard output or a command that
 // stops reading its input is an error value (EPIPE), not a crash.
+// `send` and `request` lines go through MessageLine first, a parser written
+// by hand that takes the common lines and returns nil for anything else,
+// which swift-argument-parser then parses (help, usage errors, completions):
+// a send then costs no reflection (docs/BENCHMARKS.md). Both parsers make
+// the same MessageCall and run the same code.
 
 import ArgumentParser
 import PortCore
 
 try? CurrentProcess.ignore(signal: Signal.brokenPipe)
+if let call = MessageLine.parse(CommandLine.arguments.dropFirst()) {
+    CurrentProcess.exit(call.runReporting())
+}
 do {
     var command = try PortctlCommand.parseAsRoot()
     try command.run()

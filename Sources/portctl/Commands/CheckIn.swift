@@ -42,7 +42,7 @@ struct CheckIn: ParsableCommand {
 
     func execute() throws(Failure) {
         let nameServer = try connection.connect()
-        let right = try Destination.lookUp(server, on: nameServer, wait: wait, connection: connection)
+        let right = try Destination.lookUp(server, on: nameServer, wait: wait, connection: connection.values)
         let port = PCPort()
         defer { port.invalidate() }
         let messageServer = MessageServer(

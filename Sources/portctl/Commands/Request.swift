@@ -2,6 +2,8 @@
 // one-shot reply right (REPLY_EXPECTED) and print the reply. --timeout
 // bounds each half: the wait for room to send and the wait for the reply.
 // No reply in time → 75; the port went away first → 74.
+// What runs is MessageCall.request(), the same for both parsers of the
+// command line (MessageCall, MessageLine).
 
 import ArgumentParser
 import PortCore
@@ -40,16 +42,26 @@ struct Request: ParsableCommand {
         try connection.check()
     }
 
-    func run() throws { try reporting(json: output.json, execute) }
+    /// The values parsed, as the fast path (MessageLine) makes them too.
+    var call: MessageCall {
+        MessageCall(
+            verb: .request, name: name, msgid: message.msgid.value, wait: message.wait, components: components.values,
+            connection: connection.values, output: output.values, raw: raw, maxBytes: maxBytes)
+    }
 
-    func execute() throws(Failure) {
+    func run() throws { try reporting(json: output.json, call.run) }
+}
+
+extension MessageCall {
+    /// `portctl request`, whichever parser read the command line.
+    func request() throws(Failure) {
         let parts = try components.components()
         let server = try connection.connect()
-        let right = try Destination.lookUp(name, on: server, wait: message.wait, connection: connection)
+        let right = try Destination.lookUp(name, on: server, wait: wait, connection: connection)
         let result: RequestResult
         do {
             result = try right.request(
-                PCPortMessage(msgid: message.msgid.value, components: parts),
+                PCPortMessage(msgid: msgid, components: parts),
                 sendTimeout: connection.exchangeTimeout, receiveTimeout: connection.exchangeTimeout)
         } catch {
             throw Failure(error)

@@ -3,6 +3,8 @@
 // --wait waits for NAME to be registered (up to --timeout); --timeout also
 // bounds the wait for room in a full receiver queue.
 // Not registered → 67; full queue until the timeout → 75; receiver gone → 74.
+// What runs is MessageCall.send(), the same for both parsers of the
+// command line (MessageCall, MessageLine).
 
 import ArgumentParser
 import PortCore
@@ -32,16 +34,25 @@ struct Send: ParsableCommand {
         try connection.check()
     }
 
-    func run() throws { try reporting(json: output.json, execute) }
+    /// The values parsed, as the fast path (MessageLine) makes them too.
+    var call: MessageCall {
+        MessageCall(
+            verb: .send, name: name, msgid: message.msgid.value, wait: message.wait, components: components.values,
+            connection: connection.values, output: output.values)
+    }
 
-    func execute() throws(Failure) {
+    func run() throws { try reporting(json: output.json, call.run) }
+}
+
+extension MessageCall {
+    /// `portctl send`, whichever parser read the command line.
+    func send() throws(Failure) {
         let parts = try components.components()
         let server = try connection.connect()
-        let right = try Destination.lookUp(name, on: server, wait: message.wait, connection: connection)
+        let right = try Destination.lookUp(name, on: server, wait: wait, connection: connection)
         let result: SendResult
         do {
-            result = try right.send(
-                PCPortMessage(msgid: message.msgid.value, components: parts), timeout: connection.exchangeTimeout)
+            result = try right.send(PCPortMessage(msgid: msgid, components: parts), timeout: connection.exchangeTimeout)
         } catch {
             throw Failure(error)
         }
@@ -49,9 +60,7 @@ struct Send: ParsableCommand {
         case .sent:
             if output.json {
                 try output.emit(
-                    JSONObject([
-                        ("name", .string(name)), ("msgid", .unsigned(UInt64(message.msgid.value))), ("sent", .bool(true)),
-                    ]).text)
+                    JSONObject([("name", .string(name)), ("msgid", .unsigned(UInt64(msgid))), ("sent", .bool(true))]).text)
             }
         case .timedOut:
             throw Failure(.timedOut, "the queue of \(name) stayed full for \(connection.timeoutText)")
@@ -75,7 +84,7 @@ struct MessageOptions: ParsableArguments {
 /// Looking a destination up for send, request and checkin.
 enum Destination {
     static func lookUp(
-        _ name: String, on server: PortNameServer, wait: Bool, connection: ConnectionOptions
+        _ name: String, on server: PortNameServer, wait: Bool, connection: ConnectionValues
     ) throws(Failure) -> SendRight {
         let outcome: LookupOutcome
         do {
