@@ -45,7 +45,31 @@ FISHCOMPDIR ?= $(DATADIR)/fish/vendor_completions.d
 # static FoundationEssentials, not by this project's code; lld does not
 # print such notes, and the build has no other warning. -z now: every symbol
 # bound at start (full RELRO with lld's default -z relro).
-SWIFT_BUILD = $(SWIFT) build -c release --static-swift-stdlib -Xswiftc -use-ld=lld -Xlinker -z -Xlinker now --scratch-path .build-install
+# What a process costs at start (docs/BENCHMARKS.md, "portctl's start-up,
+# counted"; a portctl send within dbus-send's cost, issue 13):
+#   - libstdc++ and libgcc linked statically (the Swift runtime's C++
+#     library; GCC's runtime library exception allows it): the dynamic
+#     loader then maps no libstdc++.so and resolves none of its thousands of
+#     symbols, 1.7 M instructions of a 4.3 M-instruction send. The toolchain's
+#     link arguments ask for -lstdc++, so a directory holding only
+#     libstdc++.a (STATIC_CXX_DIR) comes first in the library path;
+#   - --no-export-dynamic: the toolchain exports every symbol of the program
+#     (-export-dynamic), whose table the Swift runtime's start then searches
+#     linearly (dladdr, for its backtracer's path): 0.15 M instructions;
+#   - -z pack-relative-relocs: the 43,000 relative relocations of a
+#     position-independent executable as RELR (glibc 2.36), 0.19 M fewer;
+#   - -disable-concrete-type-metadata-mangled-name-accessors (a frontend
+#     flag, for every module of the build): the metadata of a concrete
+#     generic type through its accessor, not found at run time from its
+#     mangled name, which checks its generic requirements by scanning the
+#     protocol conformance records: 0.6 M instructions of a send.
+STATIC_CXX_DIR = $(CURDIR)/.build-install/static-cxx
+LIBSTDCXX_A := $(shell $(CC) -print-file-name=libstdc++.a 2>/dev/null)
+SWIFT_BUILD = $(SWIFT) build -c release --static-swift-stdlib -Xswiftc -use-ld=lld -Xlinker -z -Xlinker now \
+	-Xswiftc -L$(STATIC_CXX_DIR) -Xswiftc -Xclang-linker -Xswiftc -static-libgcc -Xlinker --no-export-dynamic \
+	-Xlinker -z -Xlinker pack-relative-relocs \
+	-Xswiftc -Xfrontend -Xswiftc -disable-concrete-type-metadata-mangled-name-accessors \
+	--scratch-path .build-install
 BUILDDIR = $(CURDIR)/.build-install/release
 
 export DESTDIR PREFIX BINDIR MANDIR DOCDIR SYSCONFDIR MANIFEST STRIP BUILDDIR
@@ -55,9 +79,14 @@ export SYSTEMDSYSTEMUNITDIR SYSTEMDUSERUNITDIR BASHCOMPDIR ZSHCOMPDIR FISHCOMPDI
 
 all: build
 
-build:
+build: $(STATIC_CXX_DIR)/libstdc++.a
 	$(SWIFT_BUILD) --product portd
 	$(SWIFT_BUILD) --product portctl
+
+$(STATIC_CXX_DIR)/libstdc++.a:
+	@case "$(LIBSTDCXX_A)" in /*) ;; *) echo "make: libstdc++.a not found ($(CC) -print-file-name=libstdc++.a)" >&2; exit 1 ;; esac
+	mkdir -p $(STATIC_CXX_DIR)
+	ln -sf $(LIBSTDCXX_A) $@
 
 # install builds first where swift is on PATH; under sudo, whose PATH often
 # lacks the toolchain, it installs what `make` built.
