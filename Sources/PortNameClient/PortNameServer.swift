@@ -102,18 +102,30 @@ public final class PortNameServer: Sendable {
     }
 
     /// Checks the socket's directory (the per-user fallback under /tmp must
-    /// be private: DaemonDirectory), then connects. Every connection, the
-    /// first and each reconnection, goes through here: a directory someone
-    /// else made while portd was away is refused, not trusted.
+    /// be private: DaemonDirectory), connects, and checks it again. Every
+    /// connection, the first and each reconnection, goes through here: a
+    /// directory someone else made while portd was away is refused, not
+    /// trusted. The second check closes the window between the first and
+    /// the connect: a directory made public before a portd listened in it
+    /// is seen by at least one of the two.
     static func connect(
         checking location: DaemonSocketLocation, timeout: Duration, limits: PortLimits
     ) throws(NameServerError) -> Connection {
-        do {
-            try DaemonDirectory.check(location, userID: CurrentProcess.userID)
-        } catch {
-            throw .untrustedDirectory(error.description)
+        func check() throws(NameServerError) {
+            do {
+                try DaemonDirectory.check(location, userID: CurrentProcess.userID)
+            } catch {
+                throw .untrustedDirectory(error.description)
+            }
         }
+        try check()
         let right = try connect(location.path, timeout: timeout, limits: limits)
+        do {
+            try check()
+        } catch {
+            right.invalidate()
+            throw error
+        }
         return Connection(channel: ControlChannel(right: right, limits: limits))
     }
 

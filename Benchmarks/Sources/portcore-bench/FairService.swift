@@ -5,6 +5,9 @@
 // reached is printed as names=), then STATUS round trips of another client
 // are timed:
 //   portd.fair.status.idle    with nothing else going on;
+//   portd.list.all            (issue 13) not a STATUS: one client's whole
+//                             LIST of those names, every page, nothing
+//                             else going on (goal: well under a second);
 //   portd.fair.status.loaded  while two clients flood portd with one-way
 //                             records (LOOKUP of a missing name, no
 //                             REPLY_EXPECTED, sent as fast as portd takes
@@ -47,6 +50,20 @@ enum FairService {
 
         let prober = client(path)
         Report.latency("portd.fair.status.idle", probe(prober, count: probes), extra: "names=\(names)")
+
+        // A whole listing (every page) of all those names, nothing else running.
+        var listings = Samples(capacity: 10)
+        var listed = 0
+        for i in 0..<10 {
+            let t0 = MonotonicInstant.now().nanoseconds
+            do {
+                listed = try prober.list().count
+            } catch {
+                Report.fail("LIST \(i): \(error)")
+            }
+            listings.append(MonotonicInstant.now().nanoseconds &- t0)
+        }
+        Report.latency("portd.list.all", listings, extra: "names=\(listed) pages=\((listed + 127) / 128)")
 
         let stop = Atomic<Bool>(false)
         let flooded = Atomic<Int>(0)
