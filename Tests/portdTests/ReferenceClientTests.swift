@@ -36,7 +36,9 @@ import PortTestSupport
         let child = try ChildProcess(
             executable: "/usr/bin/python3", arguments: [Self.client] + arguments,
             environment: ChildProcess.cleanEnvironment(d.environment))
-        let status = try child.waitForExit()
+        // The self-check makes thousands of requests (a watch overflow, 257
+        // queued clients): over 20 s under a loaded parallel test run.
+        let status = try child.waitForExit(timeout: .seconds(180))
         return CommandResult(status: status, standardOutput: child.standardOutput, standardError: child.standardError)
     }
 
