@@ -496,6 +496,10 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
                     continue
                 }
                 try addConnection(SharedDescriptor(fd), peer: peer, id: id)
+            } catch .invalidated {
+                // Invalidated by another thread meanwhile: the connection
+                // closed with it, as the rest of the backlog does.
+                return
             } catch {
                 logger.error("cannot serve a new connection: \(error)")
             }
