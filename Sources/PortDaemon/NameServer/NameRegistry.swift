@@ -259,6 +259,47 @@ struct NameRegistry<Handles: NameRegistryHandles> {
         self.limits = limits
     }
 
+    /// How many elements the tables have room for (their storage, for
+    /// tests of `compact()`).
+    var tableCapacity: Int {
+        entries.capacity + sortedNames.capacity + clients.capacity + clientsByUID.capacity
+            + watchesOfAllNames.capacity + watchesByName.capacity + watches.capacity + lookups.capacity
+            + lookupsByName.capacity
+    }
+
+    /// Gives back the storage the tables keep from when they were larger
+    /// (a Swift dictionary, set or array never shrinks by itself): each one
+    /// filled to at most a quarter of its capacity is copied into one that
+    /// fits. O(size); called before freed heap goes back to the kernel.
+    mutating func compact() {
+        func fitted<K, V>(_ d: inout [K: V]) {
+            guard d.capacity > 64, d.count * 4 < d.capacity else { return }
+            var fresh = [K: V](minimumCapacity: d.count)
+            for (k, v) in d { fresh[k] = v }
+            d = fresh
+        }
+        func fitted<E>(_ s: inout Set<E>) {
+            guard s.capacity > 64, s.count * 4 < s.capacity else { return }
+            var fresh = Set<E>(minimumCapacity: s.count)
+            for e in s { fresh.insert(e) }
+            s = fresh
+        }
+        fitted(&entries)
+        fitted(&clients)
+        fitted(&clientsByUID)
+        fitted(&watchesOfAllNames)
+        fitted(&watchesByName)
+        fitted(&watches)
+        fitted(&lookups)
+        fitted(&lookupsByName)
+        if sortedNames.capacity > 64, sortedNames.count * 4 < sortedNames.capacity {
+            var fresh: [PortName] = []
+            fresh.reserveCapacity(sortedNames.count)
+            fresh.append(contentsOf: sortedNames)
+            sortedNames = fresh
+        }
+    }
+
     // MARK: Reading
 
     /// Clients admitted and not yet removed.

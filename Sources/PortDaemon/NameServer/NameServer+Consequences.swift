@@ -219,6 +219,7 @@ extension NameServer {
     private func returnMemoryIfShrunk() {
         let size = registry.nameCount + registry.clientCount
         guard memoryMark >= Self.memoryReturnFloor, size * 2 < memoryMark else { return }
+        registry.compact()
         Memory.returnFreePages()
         memoryMark = size
     }

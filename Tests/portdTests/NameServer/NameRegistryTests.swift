@@ -269,6 +269,48 @@ private func change(_ outcome: Registry.RegisterOutcome) -> OwnerChange? {
         #expect(r.removeClient(99, now: 0) == Registry.ClientRemoval())
     }
 
+    @Test func compactingAfterAnExodusKeepsEverythingThatStays() throws {
+        var limits = NameRegistryLimits()
+        limits.clientsPerUID = 1000
+        var r = Registry(limits: limits)
+        for c: ClientID in 1...1000 {
+            #expect(r.admit(c, uid: 1000) == nil)
+            for n in 0..<10 { _ = r.register("c\(c).n\(n)", by: c) }
+        }
+        let all = try r.watch(nil, client: 1000).get()
+        let one = try r.watch(name("c999.n3"), client: 1000).get()
+        guard case .waiting(let lookup) = r.lookUp(name("later"), client: 999, until: at(100)) else {
+            Issue.record("not waiting")
+            return
+        }
+        for c: ClientID in 1...998 { _ = r.removeClient(c, now: 0) }
+        let before = r.tableCapacity
+        r.compact()
+        // The storage shrank to what 2 clients and 20 names need...
+        #expect(r.tableCapacity * 8 < before, "capacity \(before) -> \(r.tableCapacity)")
+        // ...and everything that stayed is there, in byte order.
+        #expect(r.clientCount == 2)
+        #expect(r.nameCount == 20)
+        #expect(r.listing().map(\.name) == [1000, 999].flatMap { c in (0..<10).map { name("c\(c).n\($0)") } })
+        #expect(r.owner(of: name("c1000.n9"))?.client == 1000)
+        #expect(r.watchCount == 2)
+        guard case .registered(let later) = r.register("later", by: 1000) else {
+            Issue.record("not registered")
+            return
+        }
+        #expect(later.watchers.map(\.id) == [all])
+        #expect(later.answeredLookups.map(\.id) == [lookup.id])
+        guard case .released(let released) = r.release(name("c999.n3"), client: 999, now: 0) else {
+            Issue.record("not released")
+            return
+        }
+        #expect(released.watchers.map(\.id) == [all, one])
+        // Compacting what is already compact changes nothing.
+        let compacted = r.tableCapacity
+        r.compact()
+        #expect(r.tableCapacity == compacted)
+    }
+
     @Test func theWholeQueueDrainsAsOwnersGo() throws {
         var r = registry()
         _ = r.register("svc", by: 1)
