@@ -38,9 +38,6 @@ extension DaemonInstance: EnumerableFlag {
 }
 
 struct ConnectionOptions: ParsableArguments {
-    /// The bound of a one-shot exchange when --timeout is not given.
-    static let defaultTimeout = ConnectionValues.defaultTimeout
-
     @Option(help: ArgumentHelp("The control socket of portd (overrides PORTD_SOCKET and the instance).", valueName: "path"))
     var socket: String?
 
@@ -77,9 +74,6 @@ struct ConnectionOptions: ParsableArguments {
     /// The values, as the code that connects uses them.
     var values: ConnectionValues { ConnectionValues(socket: socket, instance: instance, timeout: timeout) }
 
-    /// Where portd's socket is for this invocation.
-    var location: DaemonSocketLocation { values.location }
-
     /// The bound of one exchange with portd (and of one-shot waits).
     var exchangeTimeout: Duration { values.exchangeTimeout }
 
@@ -88,8 +82,6 @@ struct ConnectionOptions: ParsableArguments {
 
     /// The value printed in messages ("5 s").
     var timeoutText: String { values.timeoutText }
-
-    static func format(_ seconds: Double) -> String { ConnectionValues.format(seconds) }
 
     /// Connects to portd, turning every failure into the documented exit status.
     func connect() throws(Failure) -> PortNameServer { try values.connect() }

@@ -70,7 +70,7 @@ final class MessageServer {
             }
             switch loop.runInMode(.default, before: idleDeadline, returnAfterSourceHandled: true) {
             case .timedOut where MonotonicInstant.now() >= idleDeadline:
-                let seconds = idleTimeout.map { ConnectionOptions.format(Double($0.nanosecondsClamped) / 1e9) } ?? "?"
+                let seconds = idleTimeout.map { ConnectionValues.format(Double($0.nanosecondsClamped) / 1e9) } ?? "?"
                 throw Failure(.timedOut, "no message for \(name) within \(seconds) s")
             case .finished:
                 throw Failure(.portInvalid, "the port of \(name) is no longer valid")

@@ -2,6 +2,7 @@
 // the limits a sender hits before anything is sent.
 
 import Testing
+import PortTestSupport
 @testable import PortWire
 
 @Suite struct WireEncoderTests {

@@ -12,6 +12,7 @@
 import Testing
 
 import PortCore
+import PortTestSupport
 @testable import portctl
 
 @Suite struct MessageLineTests {
@@ -159,22 +160,10 @@ import PortCore
         #expect(taken > Self.corpus.count / 5, "\(taken) of \(Self.corpus.count)")
     }
 
-    /// A deterministic generator (splitmix64), so a failing line can be found again.
-    struct Generator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9e37_79b9_7f4a_7c15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
-            z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
-            return z ^ (z >> 31)
-        }
-    }
-
     /// A random line: mostly the pieces of valid send and request lines in
     /// random order and spelling, with a wrong piece now and then (a value
     /// at an edge, an option of another verb, help, a misplaced `-` or `--`).
-    static func randomLine(_ g: inout Generator) -> [String] {
+    static func randomLine(_ g: inout SplitMix64) -> [String] {
         let valid: [String: [String]] = [
             "--msgid": ["1", "0x10", "0XfF", "4294901759", "0"],
             "--data": ["x", "", "hello world", "a=b", "send", "-"],
@@ -231,7 +220,7 @@ import PortCore
     /// 2,400 random lines in four parts (run in parallel): wherever the
     /// fast path takes one, swift-argument-parser takes it the same way.
     @Test(arguments: 0..<4) func randomLinesParseAlikeOrAreLeftToArgumentParser(part: Int) {
-        var g = Generator(state: 0x5eed_13 &+ UInt64(part))
+        var g = SplitMix64(seed: 0x5eed_13 &+ UInt64(part))
         var taken = 0
         var disagreements: [String] = []
         for _ in 0..<600 {

@@ -61,22 +61,22 @@ enum PortdScale {
                 var done = 0
                 while done < share {
                     do throws(NameServerError) {
-                        done += 1
-                        guard let right = try client.lookup("bench.scale.target", cached: false) else {
+                        if let right = try client.lookup("bench.scale.target", cached: false) {
+                            right.invalidate()
+                        } else {
                             failures.wrappingAdd(1, ordering: .relaxed)
-                            continue
                         }
-                        right.invalidate()
                     } catch .limit {
-                        done -= 1
                         // The owner's backlog is full (it accepts on one
                         // thread, 8 clients ask): back-pressure, as a real
                         // client sees it. Asked again after a yield; counted.
                         retries.wrappingAdd(1, ordering: .relaxed)
                         sched_yield()
+                        continue
                     } catch {
                         failures.wrappingAdd(1, ordering: .relaxed)
                     }
+                    done += 1
                 }
             })
         }
