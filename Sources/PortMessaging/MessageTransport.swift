@@ -24,6 +24,13 @@
 // refilling the transport's reference allocates fresh storage instead of
 // touching the receiver's. A handler that drops its message, or a requester
 // that drops each reply, so receives with no allocation at all.
+//
+// Views (`receiveView`): the same record, parsed and validated the same
+// way, lent to a closure as a PortMessageView instead of copied into a
+// message: data components stay slices of the receive buffer, laid out in a
+// component table the transport allocates once (at the first view) and
+// reuses. Both are valid until the closure returns; the next receive
+// overwrites them. Descriptors are owned exactly as in `receive(on:)`.
 
 import PortRunLoop
 import PortSystem
@@ -47,6 +54,9 @@ package final class MessageTransport {
     /// The component list of the last all-data message handed out (see
     /// "Reuse"); empty when there is none.
     @exclusivity(unchecked) private var handedOut: [PCPortMessage.Component] = []
+    /// The component table of the record lent as a view (`receiveView`);
+    /// allocated at the first view, `limits.maxComponents` entries.
+    private var viewSlots: UnsafeMutableBufferPointer<PortMessageView.Slot>?
     /// Data arrays taken back from earlier messages, to copy into.
     @exclusivity(unchecked) private var spareData: [[UInt8]] = []
     /// At most this many spare data arrays, each of at most this capacity:
@@ -65,6 +75,7 @@ package final class MessageTransport {
     deinit {
         sendBuffer.deallocate()
         receiveBuffer?.deallocate()
+        viewSlots?.deallocate()
     }
 
     // MARK: Sending
@@ -182,6 +193,118 @@ package final class MessageTransport {
     /// record throws after closing every descriptor it carried; the caller
     /// then closes the connection.
     package func receive(on connection: borrowing OwnedDescriptor) throws(PortError) -> Received {
+        // Whatever no object takes below is closed on return.
+        defer { received.closeAll() }
+        let view: WireMessageView
+        let sender: Credentials?
+        switch try receiveRecord(on: connection) {
+        case .wouldBlock: return .wouldBlock
+        case .closed: return .closed
+        case .record(let v, let s):
+            view = v
+            sender = s
+        }
+        var replyPort: SendRight?
+        if let i = view.replyPortDescriptorIndex {
+            replyPort = SendRight(descriptor: received.take(at: i))
+        }
+        var components = reclaimComponents()
+        components.reserveCapacity(view.componentCount)
+        var onlyData = true
+        for c in view.components {
+            switch c {
+            case .data(let bytes):
+                if bytes.count > Self.maxSpareCapacity { onlyData = false }  // not kept: see maxSpareCapacity
+                components.append(.data(copy(bytes)))
+            case .port(let i):
+                onlyData = false
+                components.append(.port(SendRight(descriptor: received.take(at: i))))
+            case .largeData(let i, let length):
+                onlyData = false
+                components.append(.sharedMemory(try mapLargeData(at: i, length: length)))
+            }
+        }
+        if onlyData { handedOut = components }
+        var message = PCPortMessage(msgid: view.msgid, components: components, replyPort: replyPort)
+        message.sender = sender
+        return .message(message, replyExpected: view.flags.contains(.replyExpected))
+    }
+
+    package enum ReceivedView {
+        /// A record was lent to the closure as a view.
+        case viewed
+        case wouldBlock
+        case closed
+    }
+
+    /// Receives one record from `connection` and lends it to `body` as a
+    /// view (see "Views"), with whether the sender expects a reply; `body`
+    /// may set the view's receiver-side fields (connection, reply ports)
+    /// before handing it on. The same checks, errors and descriptor
+    /// ownership as `receive(on:)`: a malformed record throws (and `body`
+    /// is not called) after closing every descriptor it carried; every
+    /// descriptor no object took is closed before this returns.
+    package func receiveView(
+        on connection: borrowing OwnedDescriptor, _ body: (inout PortMessageView, _ replyExpected: Bool) -> Void
+    ) throws(PortError) -> ReceivedView {
+        defer { received.closeAll() }
+        let view: WireMessageView
+        let sender: Credentials?
+        switch try receiveRecord(on: connection) {
+        case .wouldBlock: return .wouldBlock
+        case .closed: return .closed
+        case .record(let v, let s):
+            view = v
+            sender = s
+        }
+        let slots: UnsafeMutableBufferPointer<PortMessageView.Slot>
+        if let s = viewSlots {
+            slots = s
+        } else {
+            slots = .allocate(capacity: max(limits.maxComponents, 1))
+            viewSlots = slots
+        }
+        var replyPort: SendRight?
+        if let i = view.replyPortDescriptorIndex {
+            replyPort = SendRight(descriptor: received.take(at: i))
+        }
+        // Rights and shared memory become their objects here, in record
+        // order, as in `receive(on:)`; an all-data record allocates nothing.
+        var objects: [PCPortMessage.Component] = []
+        var n = 0
+        for c in view.components {
+            // The decoder checked componentCount <= limits.maxComponents.
+            switch c {
+            case .data(let bytes):
+                slots.initializeElement(at: n, to: PortMessageView.Slot(bytes: bytes, object: -1))
+            case .port(let i):
+                slots.initializeElement(
+                    at: n, to: PortMessageView.Slot(bytes: UnsafeRawBufferPointer(start: nil, count: 0), object: objects.count))
+                objects.append(.port(SendRight(descriptor: received.take(at: i))))
+            case .largeData(let i, let length):
+                let memory = try mapLargeData(at: i, length: length)
+                slots.initializeElement(at: n, to: PortMessageView.Slot(bytes: memory.region, object: objects.count))
+                objects.append(.sharedMemory(memory))
+            }
+            n += 1
+        }
+        var lent = PortMessageView(
+            msgid: view.msgid, slots: UnsafeBufferPointer(rebasing: slots[0..<n]), objects: objects,
+            replyPort: replyPort, sender: sender)
+        body(&lent, view.flags.contains(.replyExpected))
+        return .viewed
+    }
+
+    private enum Record {
+        case record(WireMessageView, sender: Credentials?)
+        case wouldBlock
+        case closed
+    }
+
+    /// recvmsg into the receive buffer and decode: the record, validated,
+    /// its descriptors owned by `received` (the caller closes what no
+    /// object takes, also when this throws).
+    private func receiveRecord(on connection: borrowing OwnedDescriptor) throws(PortError) -> Record {
         let buffer: UnsafeMutableRawBufferPointer
         let control: ControlMessage.Buffer
         if let b = receiveBuffer, let c = receiveControl {
@@ -214,54 +337,35 @@ package final class MessageTransport {
         case .endOfStream, .connectionReset: return .closed
         case .record(let r): record = r
         }
-        // Owned from here; whatever no object takes below is closed on return.
+        // Owned from here (by `received`).
         let parsed = ControlMessage.parse(
             control, length: record.controlLength, truncated: record.controlTruncated, into: &received)
-        defer { received.closeAll() }
         if parsed.truncated || parsed.unexpected > 0 { throw .controlTruncated }
         if record.truncated { throw .recordTruncated }
-        let view: WireMessageView
         do {
-            view = try WireDecoder.decode(
+            let view = try WireDecoder.decode(
                 UnsafeRawBufferPointer(rebasing: buffer[0..<record.byteCount]), descriptorCount: received.count,
                 limits: limits)
+            return .record(view, sender: parsed.credentials)
         } catch {
             throw .wire(error)
         }
-        var replyPort: SendRight?
-        if let i = view.replyPortDescriptorIndex {
-            replyPort = SendRight(descriptor: received.take(at: i))
+    }
+
+    /// Takes the memfd at position `i` of the record, checks its seals and
+    /// maps it (closed here if refused; the SharedMemory's otherwise).
+    private func mapLargeData(at i: Int, length: Int) throws(PortError) -> SharedMemory {
+        let memfd = received.take(at: i)
+        do {
+            try MemFD.checkSealed(memfd, length: length)
+        } catch {
+            throw .unsealedSharedMemory(error)
         }
-        var components = reclaimComponents()
-        components.reserveCapacity(view.componentCount)
-        var onlyData = true
-        for c in view.components {
-            switch c {
-            case .data(let bytes):
-                if bytes.count > Self.maxSpareCapacity { onlyData = false }  // not kept: see maxSpareCapacity
-                components.append(.data(copy(bytes)))
-            case .port(let i):
-                onlyData = false
-                components.append(.port(SendRight(descriptor: received.take(at: i))))
-            case .largeData(let i, let length):
-                onlyData = false
-                let memfd = received.take(at: i)  // closed here if refused; SharedMemory's otherwise
-                do {
-                    try MemFD.checkSealed(memfd, length: length)
-                } catch {
-                    throw .unsealedSharedMemory(error)
-                }
-                do {
-                    components.append(.sharedMemory(try SharedMemory(mapping: memfd, length: length)))
-                } catch {
-                    throw .system(error)
-                }
-            }
+        do {
+            return try SharedMemory(mapping: memfd, length: length)
+        } catch {
+            throw .system(error)
         }
-        if onlyData { handedOut = components }
-        var message = PCPortMessage(msgid: view.msgid, components: components, replyPort: replyPort)
-        message.sender = parsed.credentials
-        return .message(message, replyExpected: view.flags.contains(.replyExpected))
     }
 
     /// Takes back the component list of the last message handed out: its

@@ -35,6 +35,14 @@
 // without waiting for replies cannot make the port's other peers wait for
 // more than one share per pass.
 //
+// Views: a port given a view handler (`PCPort(viewHandler:)`,
+// `setViewHandler`) lends each message to it as a PortMessageView read in
+// place from the receive buffer (MessageTransport.receiveView), valid for
+// that call; the closure handler and the view handler exclude each other
+// (setting one clears the other), and the delegate is called only when
+// neither is set. Everything else (requests and their replies, monitors,
+// fair service, errors, admission) is the same for both.
+//
 // Monitoring (PortMonitor, MonitorHub): a port its owner made monitorable
 // copies each message it delivers to the monitors that subscribed; the
 // delivery path pays one branch when the port is not monitorable, and a
@@ -47,6 +55,7 @@ import Logging
 import PortRunLoop
 import PortSystem
 import PortWire
+import Synchronization
 
 /// Receives the messages of a PCPort (NSPortDelegate; Foundation's
 /// PortDelegate, hence the prefix).
@@ -70,14 +79,23 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     // Safe to share: immutable fields are set in init; `connections`,
     // `listening`, `listener`, `schedulings`, `valid`, `delegate`, `handler`,
     // `onError`, `acceptPaused` and `monitors` are accessed with `lock` held;
-    // `transport` only on the loop thread inside a handler (one loop per port).
+    // `transport` only on the loop thread inside a handler (one loop per port);
+    // `viewing` is atomic.
     public typealias Handler = (PCPortMessage) -> PCPortMessage?
+    /// A view handler: gets each message lent as a view, valid during the
+    /// call (see `PortMessageView`); returns the reply to a request.
+    public typealias ViewHandler = (borrowing PortMessageView) -> PCPortMessage?
 
     private let lock = Lock()
     /// The handler closure, boxed once when set: reading a class reference
     /// under the lock costs a retain, where reading the closure itself made
     /// a reabstraction thunk, a heap allocation per message.
     private var handler: HandlerBox?
+    /// The view handler, boxed the same way; nil when `handler` is set.
+    private var viewHandler: ViewHandlerBox?
+    /// Whether `viewHandler` is set, for `serve` to choose how to receive
+    /// each record without taking the lock; written with `lock` held.
+    private let viewing = Atomic<Bool>(false)
     /// The lock every one-shot reply right of this port shares (see
     /// SendRight's `lock`): no allocation for it per request.
     private let replyLock = Lock()
@@ -118,6 +136,19 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
         self.listeningDescription = nil
     }
 
+    /// An anonymous port whose messages are lent to `viewHandler` as views
+    /// read in place from the receive buffer (see `PortMessageView`).
+    /// Pass it labelled: an unlabelled trailing closure that would type-check
+    /// as either kind of handler makes the closure-handler port.
+    @_disfavoredOverload  // so that `PCPort { _ in nil }` stays a closure-handler port
+    public convenience init(
+        limits: PortLimits = .default, logger: Logger = Logger(label: "PortCore.port"),
+        viewHandler: @escaping ViewHandler
+    ) {
+        self.init(limits: limits, logger: logger)
+        setViewHandler(viewHandler)
+    }
+
     /// A port whose rights are connections to the listening socket
     /// `listeningDescriptor` (the receive right the name server hands out),
     /// which it takes over (and closes when it fails).
@@ -134,19 +165,54 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
         self.listening = SharedDescriptor(listeningDescriptor)
     }
 
+    /// A port on the listening socket `listeningDescriptor` (as above)
+    /// whose messages are lent to `viewHandler` as views (see
+    /// `PortMessageView`).
+    @_disfavoredOverload  // as the anonymous one: a closure handler wins a tie
+    public convenience init(
+        listeningDescriptor: consuming OwnedDescriptor, limits: PortLimits = .default,
+        logger: Logger = Logger(label: "PortCore.port"), viewHandler: @escaping ViewHandler
+    ) throws(SystemCallError) {
+        try self.init(listeningDescriptor: listeningDescriptor, limits: limits, logger: logger)
+        setViewHandler(viewHandler)
+    }
+
     deinit {
         invalidate()
     }
 
     public var description: String { "PCPort(\(listeningDescription ?? "anonymous"))" }
 
-    /// The delegate called for each message when no handler closure is set.
+    /// The delegate called for each message when neither a handler closure
+    /// nor a view handler is set.
     public func setDelegate(_ d: PCPortDelegate?) { lock.withLock { delegate = d } }
 
-    /// Sets the closure called for each message.
+    /// Sets the closure called for each message (a view handler is cleared).
     public func setHandler(_ h: Handler?) {
         let box = h.map(HandlerBox.init)
-        lock.withLock { handler = box }
+        lock.withLock {
+            handler = box
+            if box != nil {
+                viewHandler = nil
+                viewing.store(false, ordering: .relaxed)
+            }
+        }
+    }
+
+    /// Sets the closure each message is lent to as a view, read in place
+    /// from the receive buffer without copying its data (a closure handler
+    /// is cleared). The view is valid only during the call: what the
+    /// handler keeps it copies out (`PortMessageView.copy()`,
+    /// `bytes(ofComponent:)`). For a request the returned message is the
+    /// reply (nil: an empty reply), and a kept `view.replyPort` answers
+    /// later, as with `setHandler`. Monitors get `view.copy()`.
+    public func setViewHandler(_ h: ViewHandler?) {
+        let box = h.map(ViewHandlerBox.init)
+        lock.withLock {
+            viewHandler = box
+            if box != nil { handler = nil }
+            viewing.store(box != nil, ordering: .relaxed)
+        }
     }
 
     /// Called on the loop thread when a connection misbehaves (it is closed).
@@ -523,6 +589,11 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     private func serve(_ source: PortSource, _ connection: SharedDescriptor, _ id: UInt64, _ peer: Credentials?) {
         let share = lock.withLock { fairShare }
         for _ in 0..<share where source.isValid {
+            // Read per record: a handler may switch the port to views or back.
+            if viewing.load(ordering: .relaxed) {
+                if !serveView(source, connection, id, peer) { return }
+                continue
+            }
             let received: MessageTransport.Received
             do {
                 received = try transport.receive(on: connection.descriptor)
@@ -553,14 +624,78 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
         }
     }
 
+    /// One record of `serve`, lent as a view (MessageTransport.receiveView);
+    /// false when `serve` must stop for this pass (nothing more to read, the
+    /// connection closed or failed, or a request was answered: see `serve`).
+    private func serveView(_ source: PortSource, _ connection: SharedDescriptor, _ id: UInt64, _ peer: Credentials?) -> Bool {
+        // A request's reply, worked out inside the closure, sent once the
+        // view (which holds the reply right while it lives) is gone.
+        var request: (right: SendRight, msgid: UInt32, reply: PCPortMessage?)?
+        let outcome: MessageTransport.ReceivedView
+        do {
+            outcome = try transport.receiveView(on: connection.descriptor) { view, replyExpected in
+                view.connectionID = id
+                view.connectionCredentials = peer
+                guard replyExpected else {
+                    _ = deliverView(view)
+                    return
+                }
+                let replyRight = SendRight(connection: connection, oneShotReply: true, limits: limits, lock: replyLock)
+                view.passedReplyPort = view.replyPort
+                view.replyPort = replyRight
+                let reply =
+                    view.msgid == PortMonitor.subscribeMessageID
+                    ? answerSubscription(view.copy()) : deliverView(view, request: true)
+                view.replyPort = nil
+                request = (replyRight, view.msgid, reply)
+            }
+        } catch {
+            fail(source, error, id, peer)
+            return false
+        }
+        switch outcome {
+        case .wouldBlock:
+            return false
+        case .closed:
+            dropConnection(source, id: id)
+            return false
+        case .viewed:
+            guard var replyRight = request?.right, let msgid = request?.msgid else { return true }
+            let reply = request?.reply
+            request = nil
+            // Kept by the handler (to answer later) unless we hold the only reference.
+            let deferred = !isKnownUniquelyReferenced(&replyRight)
+            if let error = replyRight.answer(reply, requestID: msgid, deferred: deferred, using: transport) {
+                fail(source, error, id)
+            }
+            // As in `serve`: a requester waits for this reply before it sends again.
+            return false
+        }
+    }
+
     /// The one place a received message is handed to the application
-    /// (handler closure, else delegate), on the loop thread; a monitor, when
-    /// there is one, gets its copy first.
+    /// (handler closure, else view handler, else delegate), on the loop
+    /// thread; a monitor, when there is one, gets its copy first.
     private func deliver(_ message: PCPortMessage, request: Bool = false) -> PCPortMessage? {
-        let (h, d, m) = lock.withLock { (handler, handler == nil ? delegate : nil, monitors) }
+        let (h, v, d, m) = lock.withLock {
+            (handler, handler == nil ? viewHandler : nil, handler == nil && viewHandler == nil ? delegate : nil, monitors)
+        }
         if let m { m.copy(message, request: request) }
         if let h { return h.call(message) }
+        // Set by another thread since `serve` chose to receive an array:
+        // lent as a view of the message after all.
+        if let v { return PortMessageView.lend(message) { v.call($0) } }
         return d?.handle(message, on: self)
+    }
+
+    /// `deliver` for a view: the view handler, or (when the port was
+    /// switched back to closures since the record was read) `deliver` of
+    /// the view's copy; a monitor, when there is one, gets `view.copy()`.
+    private func deliverView(_ view: borrowing PortMessageView, request: Bool = false) -> PCPortMessage? {
+        let (v, m) = lock.withLock { (viewHandler, monitors) }
+        guard let v else { return deliver(view.copy(), request: request) }
+        if let m { m.copy(view.copy(), request: request) }
+        return v.call(view)
     }
 
     /// A request: its one-shot reply right is this very connection.
@@ -606,4 +741,10 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
 private final class HandlerBox {
     let call: PCPort.Handler
     init(_ call: @escaping PCPort.Handler) { self.call = call }
+}
+
+/// A port's view handler in a box of its own, for the same reason.
+private final class ViewHandlerBox {
+    let call: PCPort.ViewHandler
+    init(_ call: @escaping PCPort.ViewHandler) { self.call = call }
 }

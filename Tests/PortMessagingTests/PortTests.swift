@@ -17,8 +17,12 @@ final class ServedPort: @unchecked Sendable {
     let port: PCPort
     let thread: LoopThread
 
-    init(limits: PortLimits = .default, handler: @escaping PCPort.Handler) throws {
-        let port = PCPort(limits: limits, handler: handler)
+    convenience init(limits: PortLimits = .default, handler: @escaping PCPort.Handler) throws {
+        try self.init(port: PCPort(limits: limits, handler: handler))
+    }
+
+    /// Serves `port` (one made with a view handler, say).
+    init(port: PCPort) throws {
         self.port = port
         thread = LoopThread { loop in
             loop.add(PCTimer(fireAt: .distantFuture) { _ in }, forMode: .default)
