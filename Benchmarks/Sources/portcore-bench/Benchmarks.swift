@@ -31,6 +31,12 @@ enum Benchmarks {
         Benchmark(name: "port.memfd.64mib") { PortBenchmarks.largeComponent(megabytes: 64, iterations: scaled(20)) },
         Benchmark(name: "port.roundtrip.right") { PortBenchmarks.rightPassing(iterations: scaled(20000)) },
         Benchmark(name: "port.allocations") { PortAllocations.run(messages: scaled(20000)) },
+        // The same with a view handler (PortMessageView); not matched by
+        // the names above, so `scripts/bench --json` does not run them.
+        Benchmark(name: "port.view.roundtrip.1024") { PortBenchmarks.roundTrip(bytes: 1024, iterations: scaled(20000), view: true) },
+        Benchmark(name: "port.view.oneway.64") { PortBenchmarks.oneWay(bytes: 64, count: scaled(200_000), senders: 1, view: true) },
+        Benchmark(name: "port.view.oneway.4096") { PortBenchmarks.oneWay(bytes: 4096, count: scaled(200_000), senders: 1, view: true) },
+        Benchmark(name: "port.view.allocations") { PortAllocations.run(messages: scaled(20000), view: true) },
         // Need a running portd (BENCH_PORTD_SOCKET): skipped without one.
         // portd.scale first: portd.fair leaves 64,000 names behind.
         Benchmark(name: "portd.scale") { PortdScale.run(lookups: scaled(100_000)) },

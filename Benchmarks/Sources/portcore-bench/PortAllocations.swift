@@ -14,6 +14,11 @@
 //   portcore.alloc.request.server  the port's thread, per request received,
 //                                  answered by returning a reply, and the
 //                                  reply sent.
+// With a view handler (`port.view.allocations`), the same two server-side
+// counts, named portcore.alloc.receive.view and
+// portcore.alloc.request.server.view (the view's request handler returns a
+// prebuilt reply with the request's msgid; its client side is the same as
+// above and not reported again).
 // Result lines carry unit=allocs value=ALLOCATIONS_PER_MESSAGE. Not a
 // test: a count, like a time, is a figure to read beside its goal (issue 13:
 // at most one on each path).
@@ -24,15 +29,15 @@ import PortCore
 import Synchronization
 
 enum PortAllocations {
-    static func run(messages: Int, warmup: Int = 2000) {
+    static func run(messages: Int, warmup: Int = 2000, view: Bool = false) {
         guard bench_malloc_interposed() != 0 else {
             Report.fail("the malloc counter is not interposed: allocation figures would be wrong")
         }
-        oneWay(messages: messages, warmup: warmup)
-        requests(messages: messages, warmup: warmup)
+        oneWay(messages: messages, warmup: warmup, view: view)
+        requests(messages: messages, warmup: warmup, view: view)
     }
 
-    private static func oneWay(messages: Int, warmup: Int) {
+    private static func oneWay(messages: Int, warmup: Int, view: Bool) {
         // Counted on the loop thread, inside the handler: the count at the
         // first and at the last measured message.
         let received = Atomic<Int>(0)
@@ -40,15 +45,24 @@ enum PortAllocations {
         let last = Atomic<UInt64>(0)
         let done = bench_eventfd(0)
         let total = warmup + messages
-        let server = PortBenchmarks.Server { _ in
+        @Sendable func count() {
             let n = received.wrappingAdd(1, ordering: .relaxed).newValue
             if n == warmup { first.store(UInt64(bench_malloc_count()), ordering: .relaxed) }
             if n == total {
                 last.store(UInt64(bench_malloc_count()), ordering: .relaxed)
                 _ = bench_eventfd_write(done)
             }
-            return nil
         }
+        let server =
+            view
+            ? PortBenchmarks.Server(viewHandler: { _ in
+                count()
+                return nil
+            })
+            : PortBenchmarks.Server { _ in
+                count()
+                return nil
+            }
         let right = try! server.port.makeSendRight()
         let message = PCPortMessage(msgid: 2, components: [.data([UInt8](repeating: 0x33, count: 64))])
         let sent = Atomic<UInt64>(0)
@@ -66,24 +80,37 @@ enum PortAllocations {
         right.invalidate()
         server.stop()
         close(done)
-        report("portcore.alloc.send", sent.load(ordering: .relaxed), messages)
+        if !view { report("portcore.alloc.send", sent.load(ordering: .relaxed), messages) }
         report(
-            "portcore.alloc.receive", last.load(ordering: .relaxed) &- first.load(ordering: .relaxed), messages)
+            "portcore.alloc.receive\(view ? ".view" : "")", last.load(ordering: .relaxed) &- first.load(ordering: .relaxed),
+            messages)
     }
 
-    private static func requests(messages: Int, warmup: Int) {
+    private static func requests(messages: Int, warmup: Int, view: Bool) {
         let received = Atomic<Int>(0)
         let first = Atomic<UInt64>(0)
         let last = Atomic<UInt64>(0)
         let total = warmup + messages
         // Counts at the start of the handler: from request `warmup` to
         // request `total`, `messages` whole requests were served in between.
-        let server = PortBenchmarks.Server { m in
+        @Sendable func count() {
             let n = received.wrappingAdd(1, ordering: .relaxed).newValue
             if n == warmup + 1 { first.store(UInt64(bench_malloc_count()), ordering: .relaxed) }
             if n == total + 1 { last.store(UInt64(bench_malloc_count()), ordering: .relaxed) }
-            return PCPortMessage(msgid: m.msgid, components: m.components)
         }
+        let reply = PCPortMessage(msgid: 0, components: [.data([UInt8](repeating: 0xa5, count: 16))])
+        let server =
+            view
+            ? PortBenchmarks.Server(viewHandler: { v in
+                count()
+                var r = reply
+                r.msgid = v.msgid
+                return r
+            })
+            : PortBenchmarks.Server { m in
+                count()
+                return PCPortMessage(msgid: m.msgid, components: m.components)
+            }
         let right = try! server.port.makeSendRight()
         let payload = PCPortMessage(msgid: 1, components: [.data([UInt8](repeating: 0x5a, count: 16))])
         var before: UInt64 = 0
@@ -99,8 +126,10 @@ enum PortAllocations {
         _ = try! right.request(payload, receiveTimeout: .seconds(10))
         right.invalidate()
         server.stop()
-        report("portcore.alloc.request.client", client, messages)
-        report("portcore.alloc.request.server", last.load(ordering: .relaxed) &- first.load(ordering: .relaxed), messages)
+        if !view { report("portcore.alloc.request.client", client, messages) }
+        report(
+            "portcore.alloc.request.server\(view ? ".view" : "")",
+            last.load(ordering: .relaxed) &- first.load(ordering: .relaxed), messages)
     }
 
     private static func report(_ name: String, _ allocations: UInt64, _ messages: Int) {

@@ -4,6 +4,13 @@
 // one port vs c.seqpacket.oneway; a 64 MiB component by sealed memfd vs
 // c.memfd.64mib. The server is a PCPort on its own run-loop thread (party 1);
 // the client (party 0) uses a SendRight, as an application would.
+// Views (issue 13): the same round trip of 1 KiB and one-way streams with a
+// view handler (PortMessageView: data read in place, never copied into
+// arrays), named like the array figures with `.view` appended
+// (portcore.port.rtt.1KiB.view, portcore.port.oneway.4KiB.1to1.view), so
+// scripts/bench sets them against the same baselines. The view round trip's
+// handler reads the request in place and returns a prebuilt 1 KiB reply
+// (an echo would have to copy the bytes out of the view to return them).
 
 import CBenchSupport
 import Glibc
@@ -20,11 +27,22 @@ enum PortBenchmarks {
         var thread: BenchThread!
         let ready = bench_eventfd(0)
 
-        init(_ handler: @escaping @Sendable (PCPortMessage) -> PCPortMessage?) {
+        convenience init(_ handler: @escaping @Sendable (PCPortMessage) -> PCPortMessage?) {
+            self.init(makePort: { PCPort(handler: handler) })
+        }
+
+        /// A server whose port lends each message to `viewHandler` as a view.
+        @_disfavoredOverload  // `Server { _ in nil }` stays the closure handler, as PCPort's
+        convenience init(viewHandler: @escaping @Sendable (borrowing PortMessageView) -> PCPortMessage?) {
+            self.init(makePort: { PCPort(viewHandler: viewHandler) })
+        }
+
+        /// `makePort` runs on the server's thread.
+        init(makePort: @escaping @Sendable () -> PCPort) {
             thread = BenchThread { [self] in
                 Placement.pin(party: 1)
                 let loop = PCRunLoop.current
-                let port = PCPort(handler: handler)
+                let port = makePort()
                 try! port.schedule(in: loop, forMode: .default)
                 loop.add(PCTimer(fireAt: .distantFuture) { _ in }, forMode: .default)
                 self.port = port
@@ -43,8 +61,18 @@ enum PortBenchmarks {
         }
     }
 
-    static func roundTrip(bytes: Int, iterations: Int, warmup: Int = 1000) {
-        let server = Server { m in PCPortMessage(msgid: m.msgid, components: m.components) }
+    static func roundTrip(bytes: Int, iterations: Int, warmup: Int = 1000, view: Bool = false) {
+        let reply = PCPortMessage(msgid: 0, components: [.data([UInt8](repeating: 0xa5, count: bytes))])
+        let server =
+            view
+            ? Server(viewHandler: { v in
+                // Read in place: the request's last byte decides nothing but must be read.
+                let last = v.withUnsafeBytes(ofComponent: 0) { $0.last ?? 0 } ?? 0
+                var r = reply
+                r.msgid = v.msgid &+ UInt32(last &* 0)
+                return r
+            })
+            : Server { m in PCPortMessage(msgid: m.msgid, components: m.components) }
         let right = try! server.port.makeSendRight()
         let payload = PCPortMessage(msgid: 1, components: [.data([UInt8](repeating: 0x5a, count: bytes))])
         var samples = Samples(capacity: iterations)
@@ -57,7 +85,7 @@ enum PortBenchmarks {
         }
         right.invalidate()
         server.stop()
-        Report.latency("portcore.port.rtt.\(bytes == 1024 ? "1KiB" : "\(bytes)B")", samples)
+        Report.latency("portcore.port.rtt.\(bytes == 1024 ? "1KiB" : "\(bytes)B")\(view ? ".view" : "")", samples)
     }
 
     /// A request carrying one send right (a spare right to the same port,
@@ -87,14 +115,20 @@ enum PortBenchmarks {
         Report.latency("portcore.port.rtt.right", samples)
     }
 
-    static func oneWay(bytes: Int, count: Int, senders: Int) {
+    static func oneWay(bytes: Int, count: Int, senders: Int, view: Bool = false) {
         let received = Atomic<Int>(0)
         let done = bench_eventfd(0)
         let total = count
-        let server = Server { _ in
-            if received.wrappingAdd(1, ordering: .relaxed).newValue == total { _ = bench_eventfd_write(done) }
-            return nil
-        }
+        let server =
+            view
+            ? Server(viewHandler: { _ in
+                if received.wrappingAdd(1, ordering: .relaxed).newValue == total { _ = bench_eventfd_write(done) }
+                return nil
+            })
+            : Server { _ in
+                if received.wrappingAdd(1, ordering: .relaxed).newValue == total { _ = bench_eventfd_write(done) }
+                return nil
+            }
         let rights = (0..<senders).map { _ in try! server.port.makeSendRight() }
         let message = PCPortMessage(msgid: 2, components: [.data([UInt8](repeating: 0x33, count: bytes))])
         let t0 = MonotonicInstant.now().nanoseconds
@@ -116,7 +150,7 @@ enum PortBenchmarks {
         server.stop()
         close(done)
         let size = bytes == 4096 ? "4KiB" : "\(bytes)B"
-        let name = "portcore.port.oneway.\(size).\(senders)to1"
+        let name = "portcore.port.oneway.\(size).\(senders)to1\(view ? ".view" : "")"
         Report.throughput(name, count: UInt64(count), bytes: bytes, elapsedNanoseconds: elapsed)
     }
 
