@@ -35,6 +35,19 @@ import Testing
         #expect(loop.runInMode(own, timeout: .zero) == .finished)
     }
 
+    /// The view a port lends its view handler: no Foundation namesake, so
+    /// no prefix; `PCPort { _ in nil }` still compiles (not ambiguous).
+    @Test func portMessageViewNamesDoNotCollide() throws {
+        let kind: PortMessageView.ComponentKind = .sharedMemory
+        let handler: PCPort.ViewHandler = { (view: borrowing PortMessageView) in view.copy() }
+        let viewing = PCPort(viewHandler: handler)
+        let plain = PCPort { _ in nil }
+        let foundationMessage: PortMessage.Type = PortMessage.self
+        _ = (kind, foundationMessage)
+        viewing.invalidate()
+        plain.invalidate()
+    }
+
     /// Foundation on Linux declares no PortNameServer (NSPortNameServer's
     /// Swift name on Darwin), so the name-server client needs no prefix.
     @Test func nameServerTypesDoNotCollide() throws {
