@@ -132,7 +132,7 @@ extension PCRunLoop {
         }
     }
 
-    private static let eventCapacity: Int32 = 64
+    static let eventCapacity: Int32 = 64
 
     private func runPasses(_ ms: ModeState, deadline: MonotonicInstant, returnAfterSourceHandled: Bool) -> RunResult {
         if takeStopRequest() { return .stopped }
@@ -219,7 +219,7 @@ extension PCRunLoop {
         return n
     }
 
-    private func arm(_ deadline: MonotonicInstant) {
+    func arm(_ deadline: MonotonicInstant) {
         let target: MonotonicInstant? = deadline >= .distantFuture ? nil : deadline
         if !clockIsSystem, let t = target {
             // Another clock: sleep for the same span of real time.
@@ -247,7 +247,7 @@ extension PCRunLoop {
         }
     }
 
-    private func wait(_ ms: ModeState, _ events: Epoll.EventBuffer, timeoutMilliseconds: Int32) -> Int {
+    func wait(_ ms: ModeState, _ events: Epoll.EventBuffer, timeoutMilliseconds: Int32) -> Int {
         do {
             // Lock-free: `epoll` is read only once `hasEpoll` says it is set for good.
             if ms.hasEpoll {
