@@ -150,7 +150,7 @@ extension PCRunLoop {
         var ready: [PortSource] = []
         swap(&ready, &readyBuffers[depth])
         defer {
-            ready.removeAll(keepingCapacity: true)
+            if !ready.isEmpty { ready.removeAll(keepingCapacity: true) }
             swap(&ready, &readyBuffers[depth])
         }
         while true {
@@ -159,7 +159,7 @@ extension PCRunLoop {
             runPerformRequests(ms)
             var handledSource = performSignalledSources(ms)
             if handledSource { runPerformRequests(ms) }
-            let poll = handledSource || clock.now() >= deadline
+            let poll = handledSource || isPast(deadline)
             var count = 0
             if !poll, ms.hasEpoll, !ms.observedActivities.isDisjoint(with: [.beforeWaiting, .afterWaiting]) {
                 count = wait(ms, events, timeoutMilliseconds: 0)  // step 5
@@ -175,7 +175,7 @@ extension PCRunLoop {
             runPerformRequests(ms)
 
             if handledSource && returnAfterSourceHandled { return .handledSource }
-            if clock.now() >= deadline { return .timedOut }
+            if isPast(deadline) { return .timedOut }
             if takeStopRequest() { return .stopped }
             if isEmpty(ms) { return .finished }
         }
@@ -267,7 +267,7 @@ extension PCRunLoop {
     private func collectReady(
         _ ms: ModeState, _ events: Epoll.EventBuffer, _ count: Int, into ready: inout [PortSource]
     ) {
-        ready.removeAll(keepingCapacity: true)
+        if !ready.isEmpty { ready.removeAll(keepingCapacity: true) }
         guard count > 0 else { return }
         var portEvents = false
         for i in 0..<count {
@@ -304,7 +304,7 @@ extension PCRunLoop {
             s.handler(s)
             handled = true
         }
-        ready.removeAll(keepingCapacity: true)
+        if !ready.isEmpty { ready.removeAll(keepingCapacity: true) }
         return handled
     }
 
@@ -363,9 +363,17 @@ extension PCRunLoop {
 
     // MARK: Predicates (lock held where noted)
 
+    /// Whether `deadline` has passed; a run without one (`.distantFuture`,
+    /// a server's) does not read the clock for it.
+    @inline(__always)
+    private func isPast(_ deadline: MonotonicInstant) -> Bool {
+        deadline < .distantFuture && clock.now() >= deadline
+    }
+
     /// Lock held: a signalled source or a perform request for this mode, or a stop.
     private func hasPendingWork(_ ms: ModeState) -> Bool {
         if stopRequested { return true }
+        if signalled.isEmpty && performQueue.isEmpty { return false }
         for id in signalled.keys where ms.customSources[id] != nil { return true }
         return performQueue.contains { $0.matches(ms.mode, commonModes: commonModes) }
     }
