@@ -170,8 +170,8 @@ extension PCRunLoop {
                 if !poll { notify(ms, .afterWaiting) }
             }
             collectReady(ms, events, count, into: &ready)
-            fireDueTimers(ms)
-            if dispatch(ms, &ready) { handledSource = true }
+            let timersFired = fireDueTimers(ms)
+            if dispatch(ms, &ready, afterCallouts: timersFired) { handledSource = true }
             runPerformRequests(ms)
 
             if handledSource && returnAfterSourceHandled { return .handledSource }
@@ -291,15 +291,19 @@ extension PCRunLoop {
     }
 
     /// Step 9, second half: calls each ready source that is still in the mode
-    /// (an earlier handler of the batch may have removed it).
-    private func dispatch(_ ms: ModeState, _ ready: inout [PortSource]) -> Bool {
+    /// (an earlier handler of the batch, or a timer's action in
+    /// `afterCallouts`, may have removed it). The first source needs no
+    /// second look when nothing ran since `collectReady` found it in the
+    /// mode: a removal from another thread can come just after any look
+    /// anyway (the source's handler then runs once more, as in CF).
+    private func dispatch(_ ms: ModeState, _ ready: inout [PortSource], afterCallouts: Bool) -> Bool {
         guard !ready.isEmpty else { return false }
         // `ready` belongs to this run (a nested run in a handler has its
         // own): read in place, no copy of the batch.
         var handled = false
         for i in ready.indices {
             let s = ready[i]
-            let stillThere = lock.withLock { ms.portSources[s.token] === s }
+            let stillThere = (i == 0 && !afterCallouts) || lock.withLock { ms.portSources[s.token] === s }
             guard stillThere, s.isValid else { continue }
             s.handler(s)
             handled = true
@@ -333,7 +337,9 @@ extension PCRunLoop {
     /// Fires every timer of this mode that is due, earliest first (equal
     /// dates in the order added). Repeating timers are rescheduled on their
     /// grid before their action runs, so an action may invalidate its timer.
-    private func fireDueTimers(_ ms: ModeState) {
+    /// Returns whether a timer fired.
+    @discardableResult
+    private func fireDueTimers(_ ms: ModeState) -> Bool {
         let now = clock.now()
         let due: [PCTimer] = lock.withLock {
             var due: [PCTimer] = []
@@ -359,6 +365,7 @@ extension PCRunLoop {
             if t.interval == nil { t.invalidate() }
             lock.withLock { t.isFiring = false }
         }
+        return !due.isEmpty
     }
 
     // MARK: Predicates (lock held where noted)
