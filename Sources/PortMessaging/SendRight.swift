@@ -68,6 +68,11 @@ public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvert
     /// The source reading replies on each loop that made a request, and
     /// whether it is in this right's private mode there already.
     private var replySources: [ObjectIdentifier: (loop: PCRunLoop, source: PortSource, inPrivateMode: Bool)] = [:]
+    /// The entry of `replySources` the last request in the private mode
+    /// used, with that mode's state on its loop (for `PCRunLoop.waitAlone`):
+    /// requests mostly come from one thread, and this spares them the
+    /// lookups. Cleared with `replySources`.
+    private var lastPrivateWait: (loop: PCRunLoop, source: PortSource, state: ModeState)?
     private var invalidationSources: [PortSource] = []
     private static let nextID = Atomic<UInt64>(1)
     private let id = SendRight.nextID.wrappingAdd(1, ordering: .relaxed).oldValue
@@ -139,6 +144,7 @@ public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvert
         lock.withLock {
             if let m = privateReplyMode { for (_, r) in replySources { r.loop.discardMode(m) } }
             replySources.removeAll()
+            lastPrivateWait = nil
             invalidationSources.removeAll()
             closeLocked()  // closes the descriptor unless a port still serves it
         }
@@ -228,10 +234,11 @@ public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvert
         let (serializer, mode) = lock.withLock { (requestLockLocked(), replyMode ?? privateReplyModeLocked()) }
         let waitsInPrivateMode = replyMode == nil
         return try serializer.withLock { () throws(PortError) -> RequestResult in
+            var alone: (source: PortSource, state: ModeState)?
             let early = try lock.withLock { () throws(PortError) -> RequestResult? in
                 if let early = try sendRequestLocked(message, sendTimeout: sendTimeout) { return early }
                 // Level-triggered: a reply that is already there is reported at once.
-                try ensureReplySource(on: loop, mode: mode, private: waitsInPrivateMode)
+                alone = try ensureReplySource(on: loop, mode: mode, private: waitsInPrivateMode)
                 return nil
             }
             if let early { return early }
@@ -244,7 +251,12 @@ public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvert
             // The outcome is set only by the reply source, which runs inside
             // the loop: run first, then look.
             while true {
-                let result = loop.runInMode(mode, before: deadline, returnAfterSourceHandled: true)
+                // The private mode holds only the reply source: its run is
+                // a wait for that source (PCRunLoop.waitAlone), unless
+                // something else was put in the mode.
+                let result =
+                    alone.flatMap { loop.waitAlone($0.source, in: $0.state, before: deadline) }
+                    ?? loop.runInMode(mode, before: deadline, returnAfterSourceHandled: true)
                 if let outcome = try lock.withLock({ () throws(PortError) -> RequestResult? in try takeOutcomeLocked() }) {
                     return outcome
                 }
@@ -346,12 +358,20 @@ public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvert
     package func endAsyncRequest() { lock.withLock { asyncInFlight = false } }
 
     /// Lock held: the source that reads replies on `loop`, added to `mode`
-    /// (once for good when `mode` is this right's private mode).
-    private func ensureReplySource(on loop: PCRunLoop, mode: PCRunLoop.Mode, private isPrivate: Bool) throws(PortError) {
+    /// (once for good when `mode` is this right's private mode); for the
+    /// private mode, the source and the mode's state, to wait for it alone.
+    private func ensureReplySource(
+        on loop: PCRunLoop, mode: PCRunLoop.Mode, private isPrivate: Bool
+    ) throws(PortError) -> (source: PortSource, state: ModeState)? {
+        if isPrivate, let last = lastPrivateWait, last.loop === loop { return (last.source, last.state) }
         let key = ObjectIdentifier(loop)
         let source: PortSource
         if let existing = replySources[key] {
-            if isPrivate && existing.inPrivateMode { return }
+            if isPrivate && existing.inPrivateMode {
+                let state = loop.stateForWaiting(in: mode)
+                lastPrivateWait = (loop, existing.source, state)
+                return (existing.source, state)
+            }
             source = existing.source
         } else {
             guard let connection else { throw .invalidated }
@@ -366,7 +386,11 @@ public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvert
         } catch {
             throw .system(error)
         }
-        if isPrivate { replySources[key]?.inPrivateMode = true }
+        guard isPrivate else { return nil }
+        replySources[key]?.inPrivateMode = true
+        let state = loop.stateForWaiting(in: mode)
+        lastPrivateWait = (loop, source, state)
+        return (source, state)
     }
 
     /// Lock held: reads one record from the connection: a reply, or a stale one to drop.

@@ -132,7 +132,7 @@ extension PCRunLoop {
         }
     }
 
-    private static let eventCapacity: Int32 = 64
+    static let eventCapacity: Int32 = 64
 
     private func runPasses(_ ms: ModeState, deadline: MonotonicInstant, returnAfterSourceHandled: Bool) -> RunResult {
         if takeStopRequest() { return .stopped }
@@ -150,7 +150,7 @@ extension PCRunLoop {
         var ready: [PortSource] = []
         swap(&ready, &readyBuffers[depth])
         defer {
-            ready.removeAll(keepingCapacity: true)
+            if !ready.isEmpty { ready.removeAll(keepingCapacity: true) }
             swap(&ready, &readyBuffers[depth])
         }
         while true {
@@ -159,7 +159,7 @@ extension PCRunLoop {
             runPerformRequests(ms)
             var handledSource = performSignalledSources(ms)
             if handledSource { runPerformRequests(ms) }
-            let poll = handledSource || clock.now() >= deadline
+            let poll = handledSource || isPast(deadline)
             var count = 0
             if !poll, ms.hasEpoll, !ms.observedActivities.isDisjoint(with: [.beforeWaiting, .afterWaiting]) {
                 count = wait(ms, events, timeoutMilliseconds: 0)  // step 5
@@ -170,12 +170,12 @@ extension PCRunLoop {
                 if !poll { notify(ms, .afterWaiting) }
             }
             collectReady(ms, events, count, into: &ready)
-            fireDueTimers(ms)
-            if dispatch(ms, &ready) { handledSource = true }
+            let timersFired = fireDueTimers(ms)
+            if dispatch(ms, &ready, afterCallouts: timersFired) { handledSource = true }
             runPerformRequests(ms)
 
             if handledSource && returnAfterSourceHandled { return .handledSource }
-            if clock.now() >= deadline { return .timedOut }
+            if isPast(deadline) { return .timedOut }
             if takeStopRequest() { return .stopped }
             if isEmpty(ms) { return .finished }
         }
@@ -219,7 +219,7 @@ extension PCRunLoop {
         return n
     }
 
-    private func arm(_ deadline: MonotonicInstant) {
+    func arm(_ deadline: MonotonicInstant) {
         let target: MonotonicInstant? = deadline >= .distantFuture ? nil : deadline
         if !clockIsSystem, let t = target {
             // Another clock: sleep for the same span of real time.
@@ -247,7 +247,7 @@ extension PCRunLoop {
         }
     }
 
-    private func wait(_ ms: ModeState, _ events: Epoll.EventBuffer, timeoutMilliseconds: Int32) -> Int {
+    func wait(_ ms: ModeState, _ events: Epoll.EventBuffer, timeoutMilliseconds: Int32) -> Int {
         do {
             // Lock-free: `epoll` is read only once `hasEpoll` says it is set for good.
             if ms.hasEpoll {
@@ -267,7 +267,7 @@ extension PCRunLoop {
     private func collectReady(
         _ ms: ModeState, _ events: Epoll.EventBuffer, _ count: Int, into ready: inout [PortSource]
     ) {
-        ready.removeAll(keepingCapacity: true)
+        if !ready.isEmpty { ready.removeAll(keepingCapacity: true) }
         guard count > 0 else { return }
         var portEvents = false
         for i in 0..<count {
@@ -291,20 +291,24 @@ extension PCRunLoop {
     }
 
     /// Step 9, second half: calls each ready source that is still in the mode
-    /// (an earlier handler of the batch may have removed it).
-    private func dispatch(_ ms: ModeState, _ ready: inout [PortSource]) -> Bool {
+    /// (an earlier handler of the batch, or a timer's action in
+    /// `afterCallouts`, may have removed it). The first source needs no
+    /// second look when nothing ran since `collectReady` found it in the
+    /// mode: a removal from another thread can come just after any look
+    /// anyway (the source's handler then runs once more, as in CF).
+    private func dispatch(_ ms: ModeState, _ ready: inout [PortSource], afterCallouts: Bool) -> Bool {
         guard !ready.isEmpty else { return false }
         // `ready` belongs to this run (a nested run in a handler has its
         // own): read in place, no copy of the batch.
         var handled = false
         for i in ready.indices {
             let s = ready[i]
-            let stillThere = lock.withLock { ms.portSources[s.token] === s }
+            let stillThere = (i == 0 && !afterCallouts) || lock.withLock { ms.portSources[s.token] === s }
             guard stillThere, s.isValid else { continue }
             s.handler(s)
             handled = true
         }
-        ready.removeAll(keepingCapacity: true)
+        if !ready.isEmpty { ready.removeAll(keepingCapacity: true) }
         return handled
     }
 
@@ -333,7 +337,9 @@ extension PCRunLoop {
     /// Fires every timer of this mode that is due, earliest first (equal
     /// dates in the order added). Repeating timers are rescheduled on their
     /// grid before their action runs, so an action may invalidate its timer.
-    private func fireDueTimers(_ ms: ModeState) {
+    /// Returns whether a timer fired.
+    @discardableResult
+    private func fireDueTimers(_ ms: ModeState) -> Bool {
         let now = clock.now()
         let due: [PCTimer] = lock.withLock {
             var due: [PCTimer] = []
@@ -359,13 +365,22 @@ extension PCRunLoop {
             if t.interval == nil { t.invalidate() }
             lock.withLock { t.isFiring = false }
         }
+        return !due.isEmpty
     }
 
     // MARK: Predicates (lock held where noted)
 
+    /// Whether `deadline` has passed; a run without one (`.distantFuture`,
+    /// a server's) does not read the clock for it.
+    @inline(__always)
+    private func isPast(_ deadline: MonotonicInstant) -> Bool {
+        deadline < .distantFuture && clock.now() >= deadline
+    }
+
     /// Lock held: a signalled source or a perform request for this mode, or a stop.
     private func hasPendingWork(_ ms: ModeState) -> Bool {
         if stopRequested { return true }
+        if signalled.isEmpty && performQueue.isEmpty { return false }
         for id in signalled.keys where ms.customSources[id] != nil { return true }
         return performQueue.contains { $0.matches(ms.mode, commonModes: commonModes) }
     }

@@ -76,6 +76,11 @@ package struct TimerHeap {
     package mutating func wakeDeadline() -> MonotonicInstant? {
         guard let top = peekLive() else { return nil }
         var best = top.fireDate + top.timer.tolerance
+        // Usually no other entry starts before the first one's window ends
+        // (a zero tolerance, or one timer): then that window is the answer,
+        // without the walk and its stack.
+        let n = entries.count
+        if (n < 2 || entries[1].fireDate >= best) && (n < 3 || entries[2].fireDate >= best) { return best }
         var stack = [0]
         while let i = stack.popLast() {
             let e = entries[i]
