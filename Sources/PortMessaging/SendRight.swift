@@ -8,7 +8,7 @@
 // receiver answers with exactly one record on the same connection. While
 // waiting, the requesting thread runs its run loop in a mode private to this
 // right, in which only the reply is serviced (or in a mode the caller
-// names). Requests on one right are serialized (by a request lock, not by
+// names). Requests on one right are serialized (by a request mutex, not by
 // the right's lock, which is never held while the loop runs); a reply that arrives after its request timed out is discarded
 // by the next request (replies come back in order).
 //
@@ -42,10 +42,10 @@ public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvert
     // sharing it only serializes those rights' short critical sections.
     private let lock: Lock
     /// Serializes requests on this right; held across the run-loop wait,
-    /// never taken with `lock` held. Made by the first request (lock held):
+    /// never taken with `lock` held. Inline in the object (a futex word), so
     /// a right that never requests (a request's one-shot reply right, one
-    /// per request a port serves) does not pay for it.
-    private var requestLockStorage: Lock?
+    /// per request a port serves) does not pay an allocation for it.
+    private let requestMutex = Mutex<Void>(())
     /// The mode private to this right that a request waits in, made by the
     /// first request that needs it (lock held); nil until then.
     private var privateReplyMode: PCRunLoop.Mode?
@@ -112,14 +112,6 @@ public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvert
         let m = PCRunLoop.Mode("org.portd.reply.\(id)")
         privateReplyMode = m
         return m
-    }
-
-    /// Lock held: the lock that serializes requests.
-    private func requestLockLocked() -> Lock {
-        if let l = requestLockStorage { return l }
-        let l = Lock()
-        requestLockStorage = l
-        return l
     }
 
     public var description: String {
@@ -231,11 +223,12 @@ public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvert
         replyMode: PCRunLoop.Mode? = nil
     ) throws(PortError) -> RequestResult {
         let loop = PCRunLoop.current
-        let (serializer, mode) = lock.withLock { (requestLockLocked(), replyMode ?? privateReplyModeLocked()) }
         let waitsInPrivateMode = replyMode == nil
-        return try serializer.withLock { () throws(PortError) -> RequestResult in
+        return try requestMutex.withLock { _ throws(PortError) -> RequestResult in
             var alone: (source: PortSource, state: ModeState)?
+            var mode = PCRunLoop.Mode.default
             let early = try lock.withLock { () throws(PortError) -> RequestResult? in
+                mode = replyMode ?? privateReplyModeLocked()
                 if let early = try sendRequestLocked(message, sendTimeout: sendTimeout) { return early }
                 // Level-triggered: a reply that is already there is reported at once.
                 alone = try ensureReplySource(on: loop, mode: mode, private: waitsInPrivateMode)

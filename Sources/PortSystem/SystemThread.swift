@@ -89,7 +89,9 @@ package final class ThreadSlot<Object: AnyObject>: @unchecked Sendable {
     @inline(__always)
     package var value: Object? {
         guard let p = pthread_getspecific(key) else { return nil }
-        return Unmanaged<AnyObject>.fromOpaque(p).takeUnretainedValue() as? Object
+        // Only `set` stores here, and only an `Object`: no dynamic cast (it
+        // was most of the cost of `PCRunLoop.current`, read on every request).
+        return Unmanaged<Object>.fromOpaque(p).takeUnretainedValue()
     }
 
     /// Gives the calling thread `object` (retained until the thread ends).
