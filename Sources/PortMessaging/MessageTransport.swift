@@ -304,6 +304,7 @@ package final class MessageTransport {
     /// recvmsg into the receive buffer and decode: the record, validated,
     /// its descriptors owned by `received` (the caller closes what no
     /// object takes, also when this throws).
+    @inline(__always)  // one function per receive path, as before views
     private func receiveRecord(on connection: borrowing OwnedDescriptor) throws(PortError) -> Record {
         let buffer: UnsafeMutableRawBufferPointer
         let control: ControlMessage.Buffer

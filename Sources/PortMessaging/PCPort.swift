@@ -588,12 +588,16 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     /// reported again in the next pass (level-triggered epoll).
     private func serve(_ source: PortSource, _ connection: SharedDescriptor, _ id: UInt64, _ peer: Credentials?) {
         let share = lock.withLock { fairShare }
-        for _ in 0..<share where source.isValid {
-            // Read per record: a handler may switch the port to views or back.
-            if viewing.load(ordering: .relaxed) {
+        // Chosen once per pass, so that the array path's loop is what it
+        // was before views; a handler switched within the pass is still
+        // the one called (`deliver` and `deliverView` each fall back).
+        if viewing.load(ordering: .relaxed) {
+            for _ in 0..<share where source.isValid {
                 if !serveView(source, connection, id, peer) { return }
-                continue
             }
+            return
+        }
+        for _ in 0..<share where source.isValid {
             let received: MessageTransport.Received
             do {
                 received = try transport.receive(on: connection.descriptor)
@@ -627,6 +631,7 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     /// One record of `serve`, lent as a view (MessageTransport.receiveView);
     /// false when `serve` must stop for this pass (nothing more to read, the
     /// connection closed or failed, or a request was answered: see `serve`).
+    @inline(never)  // out of `serve`'s array loop
     private func serveView(_ source: PortSource, _ connection: SharedDescriptor, _ id: UInt64, _ peer: Credentials?) -> Bool {
         // A request's reply, worked out inside the closure, sent once the
         // view (which holds the reply right while it lives) is gone.
@@ -677,14 +682,15 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     /// (handler closure, else view handler, else delegate), on the loop
     /// thread; a monitor, when there is one, gets its copy first.
     private func deliver(_ message: PCPortMessage, request: Bool = false) -> PCPortMessage? {
-        let (h, v, d, m) = lock.withLock {
-            (handler, handler == nil ? viewHandler : nil, handler == nil && viewHandler == nil ? delegate : nil, monitors)
-        }
+        let (h, d, m) = lock.withLock { (handler, handler == nil ? delegate : nil, monitors) }
         if let m { m.copy(message, request: request) }
         if let h { return h.call(message) }
-        // Set by another thread since `serve` chose to receive an array:
-        // lent as a view of the message after all.
-        if let v { return PortMessageView.lend(message) { v.call($0) } }
+        // A view handler set since `serve` chose to receive an array (by
+        // another thread, or by a handler earlier in the pass): the
+        // message is lent to it as a view after all.
+        if viewing.load(ordering: .relaxed), let v = lock.withLock({ viewHandler }) {
+            return PortMessageView.lend(message) { v.call($0) }
+        }
         return d?.handle(message, on: self)
     }
 
