@@ -94,7 +94,8 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     /// The view handler, boxed the same way; nil when `handler` is set.
     private var viewHandler: ViewHandlerBox?
     /// Whether `viewHandler` is set, for `serve` to choose how to receive
-    /// each record without taking the lock; written with `lock` held.
+    /// a pass's records (and `deliver` whether to look for a view handler)
+    /// without taking the lock; written with `lock` held.
     private let viewing = Atomic<Bool>(false)
     /// The lock every one-shot reply right of this port shares (see
     /// SendRight's `lock`): no allocation for it per request.
