@@ -225,9 +225,9 @@ package final class MessageTransport {
             }
         }
         if onlyData { handedOut = components }
-        var message = PCPortMessage(msgid: view.msgid, components: components, replyPort: replyPort)
+        var message = PCPortMessage(msgid: view.msgid, components: consume components, replyPort: consume replyPort)
         message.sender = sender
-        return .message(message, replyExpected: view.flags.contains(.replyExpected))
+        return .message(consume message, replyExpected: view.flags.contains(.replyExpected))
     }
 
     package enum ReceivedView {

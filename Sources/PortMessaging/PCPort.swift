@@ -606,7 +606,9 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
                 fail(source, error, id, peer)
                 return
             }
-            switch received {
+            // Consumed: the message moves out of the enum instead of being
+            // copied (retaining every reference it holds) and destroyed.
+            switch consume received {
             case .wouldBlock:
                 return
             case .closed:
@@ -616,7 +618,7 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
                 message.connectionID = id
                 message.connectionCredentials = peer
                 if replyExpected {
-                    deliverRequest(message, source, connection, id)
+                    deliverRequest(consume message, source, connection, id)
                     // A requester waits for this reply before it sends again,
                     // so the connection is most likely empty: skip the read
                     // that would only say EAGAIN. If more is queued after all,
@@ -707,11 +709,11 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
 
     /// A request: its one-shot reply right is this very connection.
     private func deliverRequest(
-        _ request: PCPortMessage, _ source: PortSource, _ connection: SharedDescriptor, _ id: UInt64
+        _ request: consuming PCPortMessage, _ source: PortSource, _ connection: SharedDescriptor, _ id: UInt64
     ) {
         var replyRight = SendRight(connection: connection, oneShotReply: true, limits: limits, lock: replyLock)
         var message = request
-        message.passedReplyPort = request.replyPort
+        message.passedReplyPort = message.replyPort
         message.replyPort = replyRight
         let msgid = message.msgid
         let reply = msgid == PortMonitor.subscribeMessageID ? answerSubscription(message) : deliver(message, request: true)
