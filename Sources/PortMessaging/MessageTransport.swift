@@ -225,9 +225,9 @@ package final class MessageTransport {
             }
         }
         if onlyData { handedOut = components }
-        var message = PCPortMessage(msgid: view.msgid, components: consume components, replyPort: consume replyPort)
-        message.sender = sender
-        return .message(consume message, replyExpected: view.flags.contains(.replyExpected))
+        return .message(
+            PCPortMessage(msgid: view.msgid, components: consume components, replyPort: consume replyPort, sender: sender),
+            replyExpected: view.flags.contains(.replyExpected))
     }
 
     package enum ReceivedView {
@@ -376,11 +376,13 @@ package final class MessageTransport {
         guard !handedOut.isEmpty else { return [] }
         var list: [PCPortMessage.Component] = []
         swap(&list, &handedOut)
-        for c in list {
-            guard spareData.count < Self.maxSpares else { break }
-            if case .data(let bytes) = c, bytes.capacity <= Self.maxSpareCapacity { spareData.append(bytes) }
+        // Popped, so each component moves out (no retain and release of
+        // it, and no generic removeAll); the capacity stays.
+        while let c = list.popLast() {
+            if spareData.count < Self.maxSpares, case .data(let bytes) = c, bytes.capacity <= Self.maxSpareCapacity {
+                spareData.append(bytes)
+            }
         }
-        list.removeAll(keepingCapacity: true)
         return list
     }
 

@@ -74,6 +74,17 @@ public struct PCPortMessage: @unchecked Sendable {
         self.passedReplyPort = nil
     }
 
+    /// A received message, built in one go (no copy to set `sender` after).
+    package init(msgid: UInt32, components: [Component], replyPort: SendRight?, sender: Credentials?) {
+        self.msgid = msgid
+        self.components = components
+        self.replyPort = replyPort
+        self.sender = sender
+        self.connectionID = nil
+        self.connectionCredentials = nil
+        self.passedReplyPort = nil
+    }
+
     /// A message with data components from strings (UTF-8).
     public init(msgid: UInt32, strings: [String]) {
         self.init(msgid: msgid, components: strings.map { .data(Array($0.utf8)) })
