@@ -118,7 +118,9 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     private var admission: ((UInt64, Credentials?) -> PCPortMessage?)?
     private var nextConnectionID: UInt64 = 1
     private var acceptPaused = false
-    private var fairShare = PCPort.defaultRecordsPerPass
+    /// `recordsPerPass`: an atomic, read on every pass of every
+    /// connection without taking `lock`.
+    private let fairShare = Atomic<Int>(PCPort.defaultRecordsPerPass)
     /// The monitors, when the port is monitorable (`allowsMonitoring`).
     private var monitors: MonitorHub?
     private let transport: MessageTransport
@@ -247,8 +249,8 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     /// other ready connection had its turn (epoll is level-triggered).
     /// Safe from any thread.
     public var recordsPerPass: Int {
-        get { lock.withLock { fairShare } }
-        set { lock.withLock { fairShare = max(1, newValue) } }
+        get { fairShare.load(ordering: .relaxed) }
+        set { fairShare.store(max(1, newValue), ordering: .relaxed) }
     }
 
     /// Whether processes of the owner's uid (or root) may watch the
@@ -384,7 +386,7 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     /// records this port sent it last. Loop thread only.
     package func closeConnection(_ id: UInt64) {
         guard let source = lock.withLock({ connections[id] }) else { return }
-        let share = lock.withLock { fairShare }
+        let share = fairShare.load(ordering: .relaxed)
         _ = source.withDescriptor { (fd: borrowing OwnedDescriptor) -> Void in
             for _ in 0..<share {
                 guard case .message? = try? transport.receive(on: fd) else { break }
@@ -588,7 +590,7 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     /// a pass (`recordsPerPass`), and delivers each; what is left is
     /// reported again in the next pass (level-triggered epoll).
     private func serve(_ source: PortSource, _ connection: SharedDescriptor, _ id: UInt64, _ peer: Credentials?) {
-        let share = lock.withLock { fairShare }
+        let share = fairShare.load(ordering: .relaxed)
         // Chosen once per pass, so that the array path's loop is what it
         // was before views; a handler switched within the pass is still
         // the one called (`deliver` and `deliverView` each fall back).
