@@ -270,16 +270,8 @@ extension PCRunLoop {
         if !ready.isEmpty { ready.removeAll(keepingCapacity: true) }
         guard count > 0 else { return }
         var portEvents = false
-        for i in 0..<count {
-            switch events.token(at: i) {
-            case Self.wakeToken:
-                do { try EventFD.drain(wakeFD) } catch { preconditionFailure("PCRunLoop: \(error)") }
-            case Self.timerToken:
-                do { try TimerFD.drain(timerFD) } catch { preconditionFailure("PCRunLoop: \(error)") }
-                armedDeadline = nil
-            default:
-                portEvents = true
-            }
+        for i in 0..<count where !takeLoopEvent(events.token(at: i)) {
+            portEvents = true
         }
         guard portEvents else { return }
         lock.withLock {
@@ -287,6 +279,23 @@ extension PCRunLoop {
                 let token = events.token(at: i)
                 if token > Self.timerToken, let s = ms.portSources[token] { ready.append(s) }
             }
+        }
+    }
+
+    /// An event of the loop's own descriptors: drains the wake-up eventfd
+    /// or the timerfd (which is then disarmed) and returns true; false for
+    /// a port source's token.
+    func takeLoopEvent(_ token: UInt64) -> Bool {
+        switch token {
+        case Self.wakeToken:
+            do { try EventFD.drain(wakeFD) } catch { preconditionFailure("PCRunLoop: \(error)") }
+            return true
+        case Self.timerToken:
+            do { try TimerFD.drain(timerFD) } catch { preconditionFailure("PCRunLoop: \(error)") }
+            armedDeadline = nil
+            return true
+        default:
+            return false
         }
     }
 

@@ -80,17 +80,9 @@ extension PCRunLoop {
             }
             var ready = false
             for i in 0..<count {
-                switch events.token(at: i) {
-                case Self.wakeToken:
-                    do { try EventFD.drain(wakeFD) } catch { preconditionFailure("PCRunLoop: \(error)") }
-                case Self.timerToken:
-                    do { try TimerFD.drain(timerFD) } catch { preconditionFailure("PCRunLoop: \(error)") }
-                    armedDeadline = nil
-                case source.token:
-                    ready = true
-                default:
-                    break  // a source that left the mode before this wait
-                }
+                let token = events.token(at: i)
+                // Another token: a source that left the mode before this wait.
+                if !takeLoopEvent(token) && token == source.token { ready = true }
             }
             if ready && source.isValid {
                 source.handler(source)
