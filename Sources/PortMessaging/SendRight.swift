@@ -245,14 +245,18 @@ public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvert
             // the loop: run first, then look.
             while true {
                 // The private mode holds only the reply source: its run is
-                // a wait for that source (PCRunLoop.waitAlone), unless
-                // something else was put in the mode.
-                let result =
-                    alone.flatMap { loop.waitAlone($0.source, in: $0.state, before: deadline) }
-                    ?? loop.runInMode(mode, before: deadline, returnAfterSourceHandled: true)
-                if let outcome = try lock.withLock({ () throws(PortError) -> RequestResult? in try takeOutcomeLocked() }) {
-                    return outcome
+                // a wait until that source is ready (PCRunLoop.waitAlone),
+                // after which the reply is read and taken under one lock,
+                // unless something else was put in the mode.
+                let waited = alone.flatMap {
+                    loop.waitAlone($0.source, in: $0.state, before: deadline, callingSource: false)
                 }
+                let result = waited ?? loop.runInMode(mode, before: deadline, returnAfterSourceHandled: true)
+                let outcome = try lock.withLock { () throws(PortError) -> RequestResult? in
+                    if waited == .handledSource { readReply() }
+                    return try takeOutcomeLocked()
+                }
+                if let outcome { return outcome }
                 switch result {
                 case .timedOut: return .receiveTimedOut
                 case .finished: return .invalidPort

@@ -207,6 +207,7 @@ extension PCRunLoop {
 
     /// Called with the lock held.
     private func extract(_ item: CommonItem, from ms: ModeState, cancels: inout [() -> Void]) {
+        removalCount.wrappingAdd(1, ordering: .relaxed)
         switch item {
         case .port(let s):
             guard ms.portSources.removeValue(forKey: s.token) != nil else { return }

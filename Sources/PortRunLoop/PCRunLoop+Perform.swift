@@ -86,6 +86,7 @@ extension PCRunLoop {
         let id = ObjectIdentifier(target)
         let timers: [PCTimer] = lock.withLock {
             performQueue.removeAll { $0.target.map(ObjectIdentifier.init) == id }
+            removalCount.wrappingAdd(1, ordering: .relaxed)
             let matching = delayedPerforms.filter { ObjectIdentifier($0.value.target) == id }
             for key in matching.keys { delayedPerforms[key] = nil }
             return matching.values.map(\.timer)
@@ -103,7 +104,10 @@ extension PCRunLoop {
             for r in performQueue {
                 if r.matches(ms.mode, commonModes: commonModes) { run.append(r) } else { keep.append(r) }
             }
-            performQueue = keep
+            if !run.isEmpty {
+                performQueue = keep
+                removalCount.wrappingAdd(1, ordering: .relaxed)
+            }
             // Stable: equal orders keep the order queued.
             return run.enumerated().sorted { ($0.element.order, $0.offset) < ($1.element.order, $1.offset) }
                 .map(\.element)

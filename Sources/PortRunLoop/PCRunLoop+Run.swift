@@ -99,14 +99,14 @@ extension PCRunLoop {
         let ms: ModeState? = lock.withLock {
             let ms = modeState(mode)
             if isEmptyLocked(ms) { return nil }
-            ms.runDepth += 1
+            ms.runDepth.wrappingAdd(1, ordering: .relaxed)
             return ms
         }
         guard let ms else { return nil }
         modeStack.append(ms)
         defer {
             modeStack.removeLast()
-            lock.withLock { ms.runDepth -= 1 }
+            ms.runDepth.wrappingSubtract(1, ordering: .relaxed)
         }
         notify(ms, .entry)
         let result = runPasses(ms, deadline: deadline, returnAfterSourceHandled: returnAfterSourceHandled)
@@ -153,6 +153,8 @@ extension PCRunLoop {
             if !ready.isEmpty { ready.removeAll(keepingCapacity: true) }
             swap(&ready, &readyBuffers[depth])
         }
+        // Timers found due with the batch of ready sources (one lock for both).
+        var due: [PCTimer] = []
         while true {
             notify(ms, .beforeTimers)
             notify(ms, .beforeSources)
@@ -161,23 +163,27 @@ extension PCRunLoop {
             if handledSource { runPerformRequests(ms) }
             let poll = handledSource || isPast(deadline)
             var count = 0
+            // `removalCount` when the mode was last seen non-empty this pass.
+            var nonEmptyAt: UInt64?
             if !poll, ms.hasEpoll, !ms.observedActivities.isDisjoint(with: [.beforeWaiting, .afterWaiting]) {
                 count = wait(ms, events, timeoutMilliseconds: 0)  // step 5
             }
             if count == 0 {
                 if !poll { notify(ms, .beforeWaiting) }
-                count = sleep(ms, events, poll: poll, deadline: deadline)
+                (count, nonEmptyAt) = sleep(ms, events, poll: poll, deadline: deadline)
                 if !poll { notify(ms, .afterWaiting) }
             }
-            collectReady(ms, events, count, into: &ready)
-            let timersFired = fireDueTimers(ms)
+            collectReady(ms, events, count, into: &ready, due: &due)
+            let timersFired = fire(&due)
             if dispatch(ms, &ready, afterCallouts: timersFired) { handledSource = true }
             runPerformRequests(ms)
 
             if handledSource && returnAfterSourceHandled { return .handledSource }
             if isPast(deadline) { return .timedOut }
             if takeStopRequest() { return .stopped }
-            if isEmpty(ms) { return .finished }
+            // Nothing left the mode or the queue since it was seen
+            // non-empty: it still is, no need to look under the lock.
+            if nonEmptyAt != removalCount.load(ordering: .relaxed), isEmpty(ms) { return .finished }
         }
     }
 
@@ -196,27 +202,31 @@ extension PCRunLoop {
 
     /// Steps 6-7: arms the timerfd for the earliest of the run's deadline and
     /// the mode's timer windows, then waits. Turns into a poll when work for
-    /// this mode arrived since step 4.
+    /// this mode arrived since step 4. Returns the events, and
+    /// `removalCount` as it was when the mode was seen non-empty (nil when
+    /// it was empty).
     private func sleep(
         _ ms: ModeState, _ events: Epoll.EventBuffer, poll: Bool, deadline: MonotonicInstant
-    ) -> Int {
+    ) -> (Int, UInt64?) {
         var poll = poll
         var wake = deadline
-        lock.withLock {
+        let nonEmptyAt: UInt64? = lock.withLock {
             // Work for this mode arrived, or this pass emptied the mode (a
             // perform request invalidated its last source): do not sleep,
             // so the run sees it and returns. A removal from another thread
             // after this check finds `sleeping` set and wakes the loop.
-            if !poll && (hasPendingWork(ms) || isEmptyLocked(ms)) { poll = true }
+            let empty = isEmptyLocked(ms)
+            if !poll && (empty || hasPendingWork(ms)) { poll = true }
             if !poll {
                 if let t = ms.timers.wakeDeadline(), t < wake { wake = t }
-                sleeping = true
+                sleepingFlag.store(true, ordering: .relaxed)
             }
+            return empty ? nil : removalCount.load(ordering: .relaxed)
         }
         if !poll { arm(wake) }
         let n = wait(ms, events, timeoutMilliseconds: poll ? 0 : -1)
-        if !poll { lock.withLock { sleeping = false } }
-        return n
+        if !poll { sleepingFlag.store(false, ordering: .relaxed) }
+        return (n, nonEmptyAt)
     }
 
     func arm(_ deadline: MonotonicInstant) {
@@ -262,23 +272,27 @@ extension PCRunLoop {
         }
     }
 
-    /// Step 9, first half: drains the wake-up and timer descriptors and maps
-    /// the batch's tokens to this mode's port sources.
+    /// Step 9, first half: drains the wake-up and timer descriptors, maps
+    /// the batch's tokens to this mode's port sources, and takes the mode's
+    /// timers that are due (see `popDueTimersLocked`), in one lock section.
     private func collectReady(
-        _ ms: ModeState, _ events: Epoll.EventBuffer, _ count: Int, into ready: inout [PortSource]
+        _ ms: ModeState, _ events: Epoll.EventBuffer, _ count: Int, into ready: inout [PortSource],
+        due: inout [PCTimer]
     ) {
         if !ready.isEmpty { ready.removeAll(keepingCapacity: true) }
-        guard count > 0 else { return }
         var portEvents = false
         for i in 0..<count where !takeLoopEvent(events.token(at: i)) {
             portEvents = true
         }
-        guard portEvents else { return }
+        let now = clock.now()
         lock.withLock {
-            for i in 0..<count {
-                let token = events.token(at: i)
-                if token > Self.timerToken, let s = ms.portSources[token] { ready.append(s) }
+            if portEvents {
+                for i in 0..<count {
+                    let token = events.token(at: i)
+                    if token > Self.timerToken, let s = ms.portSources[token] { ready.append(s) }
+                }
             }
+            popDueTimersLocked(ms, now: now, into: &due)
         }
     }
 
@@ -343,38 +357,39 @@ extension PCRunLoop {
         return performed
     }
 
-    /// Fires every timer of this mode that is due, earliest first (equal
-    /// dates in the order added). Repeating timers are rescheduled on their
-    /// grid before their action runs, so an action may invalidate its timer.
-    /// Returns whether a timer fired.
-    @discardableResult
-    private func fireDueTimers(_ ms: ModeState) -> Bool {
-        let now = clock.now()
-        let due: [PCTimer] = lock.withLock {
-            var due: [PCTimer] = []
-            var skipped: [PCTimer] = []
-            while let t = ms.timers.popDue(now: now) {
-                if t.isFiring {
-                    skipped.append(t)  // a nested run inside its own action
-                    continue
-                }
-                t.isFiring = true
-                t.heapGeneration &+= 1  // every other mode's entry is now stale
-                if let interval = t.interval {
-                    t.scheduledFireDate = PCTimer.nextFireDate(scheduled: t.scheduledFireDate, interval: interval, now: now)
-                    for other in modes.values where other.timers.contains(t) { other.timers.push(t) }
-                }
-                due.append(t)
+    /// Lock held: takes every timer of this mode that is due at `now`,
+    /// earliest first (equal dates in the order added), into `due` (which
+    /// `fire` empties). Repeating timers are rescheduled on their grid
+    /// here, before their action runs, so an action may invalidate its timer.
+    private func popDueTimersLocked(_ ms: ModeState, now: MonotonicInstant, into due: inout [PCTimer]) {
+        var skipped: [PCTimer] = []
+        while let t = ms.timers.popDue(now: now) {
+            if t.isFiring {
+                skipped.append(t)  // a nested run inside its own action
+                continue
             }
-            for t in skipped { ms.timers.push(t) }
-            return due
+            t.isFiring = true
+            t.heapGeneration &+= 1  // every other mode's entry is now stale
+            if let interval = t.interval {
+                t.scheduledFireDate = PCTimer.nextFireDate(scheduled: t.scheduledFireDate, interval: interval, now: now)
+                for other in modes.values where other.timers.contains(t) { other.timers.push(t) }
+            }
+            due.append(t)
         }
+        for t in skipped { ms.timers.push(t) }
+    }
+
+    /// Fires the timers `collectReady` found due, in that order, and empties
+    /// `due` (keeping its capacity). Returns whether a timer fired.
+    private func fire(_ due: inout [PCTimer]) -> Bool {
+        guard !due.isEmpty else { return false }
         for t in due {
             if t.isValid { t.action(t) }
             if t.interval == nil { t.invalidate() }
             lock.withLock { t.isFiring = false }
         }
-        return !due.isEmpty
+        due.removeAll(keepingCapacity: true)
+        return true
     }
 
     // MARK: Predicates (lock held where noted)

@@ -36,8 +36,13 @@ extension PCRunLoop {
     /// having handled nothing, when the mode holds anything else (another
     /// source, a timer, an observer, a perform request for it), so the
     /// caller runs the loop instead. A stop requested meanwhile is left
-    /// pending (see the file's comment). Owner thread only.
-    package func waitAlone(_ source: PortSource, in ms: ModeState, before deadline: MonotonicInstant) -> RunResult? {
+    /// pending (see the file's comment). With `callingSource` false, a
+    /// ready source is not called: `.handledSource` then says it is ready,
+    /// for the caller to read it (a request reads its reply and takes the
+    /// outcome under one lock). Owner thread only.
+    package func waitAlone(
+        _ source: PortSource, in ms: ModeState, before deadline: MonotonicInstant, callingSource: Bool = true
+    ) -> RunResult? {
         precondition(isCurrent, "a PCRunLoop runs only on the thread that owns it")
         let depth = modeStack.count
         while eventBuffers.count <= depth {
@@ -46,22 +51,29 @@ extension PCRunLoop {
         let events = eventBuffers[depth]
         var entered = false
         defer {
-            if entered { modeStack.removeLast() }
+            if entered {
+                modeStack.removeLast()
+                ms.runDepth.wrappingSubtract(1, ordering: .relaxed)
+            }
         }
         while true {
+            // A deadline already passed makes this pass a poll, as in the
+            // general pass (so a reply already there is still handled).
+            let poll = clock.now() >= deadline
+            // The one lock section of a wait: is the source still alone?
             let alone: Bool = lock.withLock {
                 guard ms.hasEpoll, ms.portSources.count == 1, ms.customSources.isEmpty,
                       ms.timers.memberCount == 0, ms.observers.isEmpty,
                       ms.portSources.first?.value === source,
                       performQueue.isEmpty || !performQueue.contains(where: { $0.matches(ms.mode, commonModes: commonModes) })
                 else { return false }
-                ms.runDepth += 1
-                sleeping = true
+                if !entered { ms.runDepth.wrappingAdd(1, ordering: .relaxed) }
+                if !poll { sleepingFlag.store(true, ordering: .relaxed) }
                 return true
             }
             guard alone else {
                 // Not alone (or no longer): the source left the mode, or
-                // something else joined it. Nothing ran yet in this pass.
+                // something else joined it. Nothing was handled.
                 if !entered { return nil }
                 return isEmpty(ms) ? .finished : nil
             }
@@ -69,15 +81,9 @@ extension PCRunLoop {
                 modeStack.append(ms)
                 entered = true
             }
-            // A deadline already passed makes this pass a poll, as in the
-            // general pass (so a reply already there is still handled).
-            let poll = clock.now() >= deadline
             if !poll { arm(deadline) }
             let count = wait(ms, events, timeoutMilliseconds: poll ? 0 : -1)
-            lock.withLock {
-                sleeping = false
-                ms.runDepth -= 1
-            }
+            if !poll { sleepingFlag.store(false, ordering: .relaxed) }
             var ready = false
             for i in 0..<count {
                 let token = events.token(at: i)
@@ -85,7 +91,7 @@ extension PCRunLoop {
                 if !takeLoopEvent(token) && token == source.token { ready = true }
             }
             if ready && source.isValid {
-                source.handler(source)
+                if callingSource { source.handler(source) }
                 return .handledSource
             }
             if poll || clock.now() >= deadline { return .timedOut }

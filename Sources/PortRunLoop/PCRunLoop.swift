@@ -120,7 +120,19 @@ public final class PCRunLoop: @unchecked Sendable {
     package let stopHint = Atomic<Bool>(false)
     package let performHint = Atomic<Int>(0)
     package let signalledHint = Atomic<Int>(0)
-    @exclusivity(unchecked) var sleeping = false
+    /// Set under the lock just before the owner sleeps in epoll_wait, once
+    /// it found nothing to do; cleared, without the lock, once it woke. So
+    /// whoever changes the loop's state under the lock and then finds it
+    /// set wakes the loop (`wakeIfSleeping`); a stale `true` costs one
+    /// spurious wake-up, and `false` is never seen while the owner sleeps.
+    package let sleepingFlag = Atomic<Bool>(false)
+    /// Whether the owner sleeps (see `sleepingFlag`).
+    package var sleeping: Bool { sleepingFlag.load(ordering: .relaxed) }
+    /// Counts removals from any mode (sources, timers, observers) and
+    /// perform requests leaving the queue, bumped under the lock: a pass
+    /// that saw its mode non-empty at count N knows it is still non-empty
+    /// while the count is N, without taking the lock to look.
+    package let removalCount = Atomic<UInt64>(0)
     /// Delayed perform requests given a target, by their timer, for
     /// `cancelPerformRequests(target:)`; an entry goes when its timer fires
     /// or is cancelled. The target is retained until then, as Foundation does.

@@ -66,9 +66,12 @@ package final class ModeState {
     @exclusivity(unchecked) var portSources: [UInt64: PortSource] = [:]
     @exclusivity(unchecked) var customSources: [ObjectIdentifier: RunLoopSource] = [:]
     @exclusivity(unchecked) var timers = TimerHeap()
-    /// Runs of this mode in progress (nested runs count each).
-    @exclusivity(unchecked) var runDepth = 0
-    var isRunning: Bool { runDepth > 0 }
+    /// Runs of this mode in progress (nested runs count each): raised with
+    /// the loop's lock held, lowered without it when a run ends, read with
+    /// the lock held (`discardMode`, which a stale count only makes keep
+    /// the mode a little longer).
+    let runDepth = Atomic<Int>(0)
+    var isRunning: Bool { runDepth.load(ordering: .relaxed) > 0 }
     @exclusivity(unchecked) var observers: [RunLoopObserver] = []  // sorted by (order, sequence)
     private let observedMask = Atomic<UInt32>(0)
     /// The union of the activities this mode's observers watch.

@@ -43,6 +43,12 @@ import PortTestSupport
             fd.makeReady()
             #expect(loop.waitAlone(source, in: state, before: loop.clock.now()) == .handledSource)
             #expect(calls.withLock { $0 } == 2)
+            // Not calling the source: ready is reported, the caller reads.
+            fd.makeReady()
+            #expect(loop.waitAlone(source, in: state, before: loop.clock.now() + .seconds(10), callingSource: false)
+                == .handledSource)
+            #expect(calls.withLock { $0 } == 2)
+            #expect(fd.drain())
             #expect(loop.currentMode == nil)
             source.invalidate()
         }
