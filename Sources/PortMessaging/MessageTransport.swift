@@ -85,7 +85,7 @@ package final class MessageTransport {
     /// right in the message that was invalidated throws `.invalidated`.
     package func send(
         _ message: PCPortMessage, on connection: borrowing OwnedDescriptor, replyPort: SendRight?, replyExpected: Bool,
-        before deadline: MonotonicInstant
+        before deadline: @autoclosure () -> MonotonicInstant
     ) throws(PortError) -> SendResult {
         defer { if !lent.isEmpty { lent.removeAll(keepingCapacity: true) } }
         // Large data components become sealed memfds (only when the record
@@ -163,7 +163,9 @@ package final class MessageTransport {
                 return .receiverGone
             case .wouldBlock:
                 do {
-                    if try !Poll.waitWritable(connection, until: deadline) { return .timedOut }
+                    // The deadline is worked out only now, when the queue
+                    // is full (most sends never get here: no clock read).
+                    if try !Poll.waitWritable(connection, until: deadline()) { return .timedOut }
                 } catch {
                     throw .system(error)
                 }

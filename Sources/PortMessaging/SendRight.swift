@@ -181,6 +181,24 @@ public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvert
     public func send(
         _ message: PCPortMessage, before deadline: MonotonicInstant, replyPort: PCPort? = nil
     ) throws(PortError) -> SendResult {
+        try send(message, until: deadline, replyPort: replyPort)
+    }
+
+    /// Sends `message`, waiting at most `timeout` for room.
+    @discardableResult
+    public func send(
+        _ message: PCPortMessage, timeout: Duration = .seconds(30), replyPort: PCPort? = nil
+    ) throws(PortError) -> SendResult {
+        // The deadline is worked out only if the queue is full: the wait for
+        // room is at most `timeout` from then (most sends read no clock).
+        try send(message, until: .now() + timeout, replyPort: replyPort)
+    }
+
+    /// Both `send`s: `deadline` is evaluated only when the receiver's queue
+    /// is full.
+    private func send(
+        _ message: PCPortMessage, until deadline: @autoclosure () -> MonotonicInstant, replyPort: PCPort?
+    ) throws(PortError) -> SendResult {
         var replyRight: SendRight?
         if let replyPort { replyRight = try replyPort.makeSendRight() }
         return try lock.withLock { () throws(PortError) -> SendResult in
@@ -189,21 +207,13 @@ public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvert
             transport = t
             let result = try t.send(
                 message, on: connection.descriptor, replyPort: replyRight ?? message.replyPort, replyExpected: false,
-                before: deadline)
+                before: deadline())
             if isOneShotReply && result == .sent {
                 answered = true
                 closeLocked()
             }
             return result
         }
-    }
-
-    /// Sends `message`, waiting at most `timeout` for room.
-    @discardableResult
-    public func send(
-        _ message: PCPortMessage, timeout: Duration = .seconds(30), replyPort: PCPort? = nil
-    ) throws(PortError) -> SendResult {
-        try send(message, before: .now() + timeout, replyPort: replyPort)
     }
 
     // MARK: Request / reply
