@@ -87,6 +87,7 @@ extension PCRunLoop {
         let timers: [PCTimer] = lock.withLock {
             performQueue.removeAll { $0.target.map(ObjectIdentifier.init) == id }
             removalCount.wrappingAdd(1, ordering: .relaxed)
+            wakeIfSleeping()  // the queue may have held the last item of the mode it sleeps in
             let matching = delayedPerforms.filter { ObjectIdentifier($0.value.target) == id }
             for key in matching.keys { delayedPerforms[key] = nil }
             return matching.values.map(\.timer)
@@ -107,6 +108,7 @@ extension PCRunLoop {
             if !run.isEmpty {
                 performQueue = keep
                 removalCount.wrappingAdd(1, ordering: .relaxed)
+                noteStateChange()
             }
             // Stable: equal orders keep the order queued.
             return run.enumerated().sorted { ($0.element.order, $0.offset) < ($1.element.order, $1.offset) }

@@ -155,6 +155,8 @@ extension PCRunLoop {
         }
         // Timers found due with the batch of ready sources (one lock for both).
         var due: [PCTimer] = []
+        // What the last look under the lock saw, for the next sleep.
+        var plan: SleepPlan?
         while true {
             notify(ms, .beforeTimers)
             notify(ms, .beforeSources)
@@ -170,10 +172,10 @@ extension PCRunLoop {
             }
             if count == 0 {
                 if !poll { notify(ms, .beforeWaiting) }
-                (count, nonEmptyAt) = sleep(ms, events, poll: poll, deadline: deadline)
+                (count, nonEmptyAt) = sleep(ms, events, poll: poll, deadline: deadline, plan: plan)
                 if !poll { notify(ms, .afterWaiting) }
             }
-            collectReady(ms, events, count, into: &ready, due: &due)
+            collectReady(ms, events, count, into: &ready, due: &due, plan: &plan)
             let timersFired = fire(&due)
             if dispatch(ms, &ready, afterCallouts: timersFired) { handledSource = true }
             runPerformRequests(ms)
@@ -200,14 +202,50 @@ extension PCRunLoop {
         }
     }
 
+    /// What `collectReady` saw of the mode under the lock, when it was
+    /// neither empty nor had work pending: the next sleep may go by it,
+    /// without the lock, while `stateGeneration` is still `generation`.
+    struct SleepPlan {
+        let generation: UInt64
+        /// The mode's timers' wake deadline (`TimerHeap.wakeDeadline`).
+        let timersWake: MonotonicInstant?
+        /// `removalCount` then.
+        let nonEmptyAt: UInt64
+    }
+
+    /// Lock held: the plan for the next sleep, or nil when that sleep must
+    /// look again (the mode is empty, or has work pending).
+    private func planLocked(_ ms: ModeState) -> SleepPlan? {
+        if isEmptyLocked(ms) || hasPendingWork(ms) { return nil }
+        return SleepPlan(
+            generation: stateGeneration.load(ordering: .relaxed), timersWake: ms.timers.wakeDeadline(),
+            nonEmptyAt: removalCount.load(ordering: .relaxed))
+    }
+
     /// Steps 6-7: arms the timerfd for the earliest of the run's deadline and
     /// the mode's timer windows, then waits. Turns into a poll when work for
     /// this mode arrived since step 4. Returns the events, and
     /// `removalCount` as it was when the mode was seen non-empty (nil when
     /// it was empty).
+    ///
+    /// When nothing changed since `plan` was made (the generation is the
+    /// same once `sleepingFlag` is set), it sleeps by the plan, and a pass
+    /// takes the loop's lock once (in `collectReady`), not twice.
     private func sleep(
-        _ ms: ModeState, _ events: Epoll.EventBuffer, poll: Bool, deadline: MonotonicInstant
+        _ ms: ModeState, _ events: Epoll.EventBuffer, poll: Bool, deadline: MonotonicInstant, plan: SleepPlan?
     ) -> (Int, UInt64?) {
+        if let plan {
+            if !poll { sleepingFlag.store(true, ordering: .sequentiallyConsistent) }
+            if stateGeneration.load(ordering: .sequentiallyConsistent) == plan.generation {
+                if !poll {
+                    if let t = plan.timersWake, t < deadline { arm(t) } else { arm(deadline) }
+                }
+                let n = wait(ms, events, timeoutMilliseconds: poll ? 0 : -1)
+                if !poll { sleepingFlag.store(false, ordering: .relaxed) }
+                return (n, plan.nonEmptyAt)
+            }
+            // Something changed: look again, under the lock.
+        }
         var poll = poll
         var wake = deadline
         let nonEmptyAt: UInt64? = lock.withLock {
@@ -219,8 +257,8 @@ extension PCRunLoop {
             if !poll && (empty || hasPendingWork(ms)) { poll = true }
             if !poll {
                 if let t = ms.timers.wakeDeadline(), t < wake { wake = t }
-                sleepingFlag.store(true, ordering: .relaxed)
             }
+            sleepingFlag.store(!poll, ordering: .relaxed)
             return empty ? nil : removalCount.load(ordering: .relaxed)
         }
         if !poll { arm(wake) }
@@ -273,11 +311,12 @@ extension PCRunLoop {
     }
 
     /// Step 9, first half: drains the wake-up and timer descriptors, maps
-    /// the batch's tokens to this mode's port sources, and takes the mode's
-    /// timers that are due (see `popDueTimersLocked`), in one lock section.
+    /// the batch's tokens to this mode's port sources, takes the mode's
+    /// timers that are due (see `popDueTimersLocked`), and makes the plan
+    /// for the next sleep, in one lock section.
     private func collectReady(
         _ ms: ModeState, _ events: Epoll.EventBuffer, _ count: Int, into ready: inout [PortSource],
-        due: inout [PCTimer]
+        due: inout [PCTimer], plan: inout SleepPlan?
     ) {
         if !ready.isEmpty { ready.removeAll(keepingCapacity: true) }
         var portEvents = false
@@ -293,6 +332,7 @@ extension PCRunLoop {
                 }
             }
             popDueTimersLocked(ms, now: now, into: &due)
+            plan = planLocked(ms)
         }
     }
 
@@ -346,6 +386,7 @@ extension PCRunLoop {
                 due.append(s)
             }
             for s in due { signalled[ObjectIdentifier(s)] = nil }
+            if !due.isEmpty { noteStateChange() }
             return due
         }
         guard !due.isEmpty else { return false }
@@ -377,6 +418,7 @@ extension PCRunLoop {
             due.append(t)
         }
         for t in skipped { ms.timers.push(t) }
+        if !due.isEmpty || !skipped.isEmpty { noteStateChange() }
     }
 
     /// Fires the timers `collectReady` found due, in that order, and empties

@@ -120,14 +120,24 @@ public final class PCRunLoop: @unchecked Sendable {
     package let stopHint = Atomic<Bool>(false)
     package let performHint = Atomic<Int>(0)
     package let signalledHint = Atomic<Int>(0)
-    /// Set under the lock just before the owner sleeps in epoll_wait, once
-    /// it found nothing to do; cleared, without the lock, once it woke. So
-    /// whoever changes the loop's state under the lock and then finds it
-    /// set wakes the loop (`wakeIfSleeping`); a stale `true` costs one
-    /// spurious wake-up, and `false` is never seen while the owner sleeps.
+    /// Set just before the owner sleeps in epoll_wait, once it found
+    /// nothing to do; cleared, without the lock, once it woke. Whoever
+    /// changes the loop's state under the lock then calls
+    /// `wakeIfSleeping`, which bumps `stateGeneration` and, finding this
+    /// set, wakes the loop; a stale `true` costs one spurious wake-up, and
+    /// `false` is never seen while the owner sleeps.
     package let sleepingFlag = Atomic<Bool>(false)
     /// Whether the owner sleeps (see `sleepingFlag`).
-    package var sleeping: Bool { sleepingFlag.load(ordering: .relaxed) }
+    package var sleeping: Bool { sleepingFlag.load(ordering: .sequentiallyConsistent) }
+    /// Bumped under the lock by every change to what a pass looks at before
+    /// it sleeps (items, perform requests, signalled sources, timers' dates,
+    /// a stop). A pass that saw the state at generation G, and still reads
+    /// G after setting `sleepingFlag`, sleeps on what it saw without taking
+    /// the lock again: the two sides are Dekker's (each stores, then loads
+    /// what the other stores, all sequentially consistent), so either the
+    /// owner sees the new generation or the writer sees it sleeping and
+    /// wakes it.
+    package let stateGeneration = Atomic<UInt64>(0)
     /// Counts removals from any mode (sources, timers, observers) and
     /// perform requests leaving the queue, bumped under the lock: a pass
     /// that saw its mode non-empty at count N knows it is still non-empty
@@ -277,13 +287,26 @@ public final class PCRunLoop: @unchecked Sendable {
     /// current callout otherwise). A stop requested while the loop is not
     /// running ends its next run. Safe from any thread.
     public func stop() {
-        lock.withLock { stopRequested = true }
+        lock.withLock {
+            stopRequested = true
+            noteStateChange()
+        }
         wakeUp()
     }
 
-    /// Called with the lock held.
+    /// Called with the lock held, after a change to the loop's state: bumps
+    /// `stateGeneration` and wakes the owner if it sleeps (see
+    /// `stateGeneration` for why the order matters).
     package func wakeIfSleeping() {
+        noteStateChange()
         if sleeping { wakeUp() }
+    }
+
+    /// Called with the lock held: a change the owner's next sleep must look
+    /// at (see `stateGeneration`).
+    @inline(__always)
+    package func noteStateChange() {
+        stateGeneration.wrappingAdd(1, ordering: .sequentiallyConsistent)
     }
 
     /// Called with the lock held.
