@@ -301,8 +301,7 @@ final class NameServer {
     private func admit(_ client: ClientID, _ peer: Credentials?) -> PCPortMessage? {
         guard let peer else { return nil }  // AF_UNIX always has one; the first request admits otherwise
         guard let exceeded = registry.admit(client, uid: peer.uid) else { return nil }
-        let who: Logger.Metadata = ["client": "\(client)", "pid": "\(peer.pid)", "uid": "\(peer.uid)"]
-        return refuse(0, .limit, exceeded.description, request: "connection", who: who)
+        return refuse(0, .limit, exceeded.description, request: "connection", who: Who(client, peer).metadata)
     }
 
     /// Admits, checks and parses a request, then hands it to its handler.
@@ -319,19 +318,21 @@ final class NameServer {
         guard let client = message.connectionID, let sender = message.sender ?? message.connectionCredentials else {
             return reply(.error(serial: serial, .internal, "no credentials came with the request"))
         }
-        var who: Logger.Metadata = ["client": "\(client)", "pid": "\(sender.pid)", "uid": "\(sender.uid)"]
+        // The log's metadata is made only when something is logged (a
+        // dictionary of formatted strings per request showed in profiles).
+        var who = Who(client, sender)
         let anyRequest = RequestAccess.anyRequest(connectorUID: message.connectionCredentials?.uid)
         if case .deny(let why) = anyRequest.decide(by: Caller(uid: sender.uid, groups: [sender.gid]), under: settings) {
-            return refuse(serial, .denied, why, request: "request", who: who)
+            return refuse(serial, .denied, why, request: "request", who: who.metadata)
         }
         if let exceeded = registry.admit(client, uid: sender.uid) {
-            return refuse(serial, .limit, exceeded.description, request: "connection", who: who)
+            return refuse(serial, .limit, exceeded.description, request: "connection", who: who.metadata)
         }
         // Before HELLO, only HELLO is served. A request without a serial
         // there is a client of the protocol before 1.0: it is told so in
         // the form it reads (its msgid, an error word, "message=…").
         if !greeted.contains(client) && msgid != NameServerProtocol.MessageID.hello {
-            refusalLog.log("request before HELLO", who)
+            refusalLog.log("request before HELLO", who.metadata)
             let text = "portd speaks protocol \(NameServerProtocol.version): send HELLO with protocol=\(NameServerProtocol.version) first (portd-protocol(7), NAME SERVER)"
             if serial == 0 {
                 return PCPortMessage(
@@ -345,25 +346,25 @@ final class NameServer {
         case .success(let r):
             request = r
         case .failure(.badRequest(let why)):
-            refusalLog.log("bad request: \(why)", who)
+            refusalLog.log("bad request: \(why)", who.metadata)
             return reply(.error(serial: serial, .badRequest, why))
         case .failure(.invalidName(let why)):
-            refusalLog.log("invalid name: \(why)", who)
+            refusalLog.log("invalid name: \(why)", who.metadata)
             return reply(.error(serial: serial, .invalidName, why.description))
         case .failure(.tooLarge(let bytes, let limit)):
             return refuse(
                 serial, .limit, "the request has more than \(limit) bytes of data (\(bytes) so far)", request: "request",
-                who: who)
+                who: who.metadata)
         }
         // HELLO first: nothing else is served before the client and portd
         // agree on a version.
         if case .hello(let versions) = request {
-            return hello(versions, serial: serial, client: client, who: who)
+            return hello(versions, serial: serial, client: client, who: who.metadata)
         }
-        if let name = request.name { who["name"] = "\(name)" }
+        who.name = request.name
         let groups = groups(of: client, sender: sender, connector: message.connectionCredentials)
         let context = Context(
-            serial: serial, client: client, sender: sender, caller: Caller(uid: sender.uid, groups: groups), who: who,
+            serial: serial, client: client, sender: sender, caller: Caller(uid: sender.uid, groups: groups), identity: who,
             request: request.verb)
 
         // A port portd keeps and later sends to must be the client's own.
@@ -457,8 +458,29 @@ final class NameServer {
         let sender: Credentials
         /// The sender's uid and the groups it is judged with.
         let caller: Caller
-        let who: Logger.Metadata
+        let identity: Who
         let request: String
+        /// The request's metadata for the log.
+        var who: Logger.Metadata { identity.metadata }
+    }
+
+    /// Who sent a request, and the name it is about: the log's metadata,
+    /// made only when something is logged.
+    struct Who {
+        let client: ClientID
+        let sender: Credentials
+        var name: PortName? = nil
+
+        init(_ client: ClientID, _ sender: Credentials) {
+            self.client = client
+            self.sender = sender
+        }
+
+        var metadata: Logger.Metadata {
+            var m: Logger.Metadata = ["client": "\(client)", "pid": "\(sender.pid)", "uid": "\(sender.uid)"]
+            if let name { m["name"] = "\(name)" }
+            return m
+        }
     }
 
     /// The groups a request is judged with: the sender's primary gid

@@ -269,6 +269,31 @@ private func change(_ outcome: Registry.RegisterOutcome) -> OwnerChange? {
         #expect(r.removeClient(99, now: 0) == Registry.ClientRemoval())
     }
 
+    @Test func aClientLeavingWithManyNamesLeavesTheListingInOrder() throws {
+        var r = registry()
+        // Client 1 holds every other name, client 2 the rest; client 3
+        // waits for one of client 1's, which passes to it.
+        // 100 names each: past the count from which the names leave in
+        // one pass (`removeClient`).
+        var limits = NameRegistryLimits()
+        limits.namesPerClient = 1000
+        r.limits = limits
+        for i in 0..<200 { _ = r.register("n\(1000 + i)", by: i % 2 == 0 ? 1 : 2) }
+        guard case .queued(_, 1) = r.register("n1010", by: 3) else {
+            Issue.record("client 3 should queue")
+            return
+        }
+        let removal = r.removeClient(1, now: 5)
+        #expect(removal.changes.count == 100)
+        let expected = (0..<200).filter { $0 % 2 == 1 || $0 == 10 }.map { name("n\(1000 + $0)") }
+        #expect(r.listing().map(\.name) == expected)
+        #expect(r.owner(of: name("n1010"))?.client == 3)
+        // A freed name comes back in its place.
+        _ = r.register("n1004", by: 2)
+        #expect(r.listing().map(\.name) == (expected + [name("n1004")]).sorted())
+        #expect(r.listing(after: name("n1003")).first.map(\.name) == name("n1004"))
+    }
+
     @Test func compactingAfterAnExodusKeepsEverythingThatStays() throws {
         var limits = NameRegistryLimits()
         limits.clientsPerUID = 1000
