@@ -23,8 +23,13 @@
  * is the kernel's work (and the scheduler's, with 10 threads), the floor
  * portd's figure is argued from (docs/BENCHMARKS.md).
  *
- * Usage: lookup_floor [LOOKUPS]   (default 100000, times BENCH_SCALE)
- * Prints c.lookup.8clients (unit=msg/s) and, on stderr, how many LOOKUPs
+ * With --server-process the server runs in a process of its own (forked
+ * once the connections exist), as portd does: every LOOKUP then crosses
+ * between two address spaces twice, which a name server cannot avoid.
+ *
+ * Usage: lookup_floor [--server-process] [LOOKUPS]   (default 100000,
+ * times BENCH_SCALE). Prints c.lookup.8clients (c.lookup.8clients.process
+ * with --server-process; unit=msg/s) and, on stderr, how many LOOKUPs
  * were asked again because the owner's backlog was full.
  */
 #include "bench.h"
@@ -34,6 +39,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 
 #define CLIENTS 8
 
@@ -156,6 +162,8 @@ static void *client_main(void *arg) {
 }
 
 int main(int argc, char **argv) {
+    int server_process = argc > 1 && strcmp(argv[1], "--server-process") == 0;
+    if (server_process) { argc--; argv++; }
     size_t lookups = scaled(argc > 1 ? strtoul(argv[1], NULL, 10) : 100000);
     raise_nofile();
     char directory[] = "/tmp/lookup-floor-XXXXXX";
@@ -174,20 +182,39 @@ int main(int argc, char **argv) {
         shares[i] = lookups / CLIENTS + ((size_t)i < lookups % CLIENTS ? 1 : 0);
     }
     pthread_t owner, server, clients[CLIENTS];
+    pid_t child = -1;
+    if (server_process) {
+        child = fork();
+        if (child < 0) die("fork");
+        if (child == 0) {
+            for (int i = 0; i < CLIENTS; i++) close(client_ends[i]);
+            close(listener);
+            server_main(NULL);
+            _exit(0);
+        }
+        for (int i = 0; i < CLIENTS; i++) close(server_ends[i]);
+    }
     if (pthread_create(&owner, NULL, owner_main, &listener) != 0) die("pthread_create");
-    if (pthread_create(&server, NULL, server_main, NULL) != 0) die("pthread_create");
+    if (!server_process && pthread_create(&server, NULL, server_main, NULL) != 0) die("pthread_create");
     uint64_t t0 = now_ns();
     for (int i = 0; i < CLIENTS; i++) {
         if (pthread_create(&clients[i], NULL, client_main, (void *)(intptr_t)i) != 0) die("pthread_create");
     }
     for (int i = 0; i < CLIENTS; i++) pthread_join(clients[i], NULL);
     uint64_t elapsed = now_ns() - t0;
-    pthread_join(server, NULL);
+    if (server_process) {
+        int status;
+        if (waitpid(child, &status, 0) < 0) die("waitpid");
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) die("the server process failed");
+    } else {
+        pthread_join(server, NULL);
+    }
     atomic_store(&stop_owner, 1);
     pthread_join(owner, NULL);
     unlink(owner_address.sun_path);
     rmdir(directory);
-    printf("name=c.lookup.8clients cpus=%s unit=msg/s value=%.0f mb_per_s=0.0 n=%zu\n", placement(),
+    printf("name=c.lookup.8clients%s cpus=%s unit=msg/s value=%.0f mb_per_s=0.0 n=%zu\n",
+           server_process ? ".process" : "", placement(),
            lookups * 1e9 / (double)elapsed, lookups);
     fflush(stdout);
     long r = atomic_load(&retries);
