@@ -27,6 +27,17 @@ public struct NameServerField: Sendable, Hashable, CustomStringConvertible {
     /// "KEY=VALUE", the component's text.
     public var description: String { "\(key)=\(value)" }
 
+    /// "KEY=VALUE" as the component's bytes (UTF-8), made without the
+    /// text in between.
+    package var bytes: [UInt8] {
+        var b: [UInt8] = []
+        b.reserveCapacity(key.utf8.count + 1 + value.utf8.count)
+        b.append(contentsOf: key.utf8)
+        b.append(UInt8(ascii: "="))
+        b.append(contentsOf: value.utf8)
+        return b
+    }
+
     /// Reads "KEY=VALUE"; nil when the text is not a field.
     package init?(text: String) {
         guard let eq = text.utf8.firstIndex(of: UInt8(ascii: "=")) else { return nil }

@@ -151,4 +151,27 @@ private func parsed(_ reply: Reply) throws -> Reply {
         #expect(try NameServerReply(reply).ports.first === right)
         #expect(throws: NameServerError.self) { try NameServerNotification(reply) }
     }
+
+    /// The adapter writes each field's bytes directly (not through its
+    /// "KEY=VALUE" text): the same components, byte for byte, as the
+    /// vocabulary's own, non-ASCII and an empty value included.
+    @Test func theAdapterWritesTheVocabularysComponentsByteForByte() throws {
+        let right = try PCPort().makeSendRight()
+        let owner = NameOwner.Process(pid: 12, uid: 1000, client: 3)
+        let replies: [NameServerReply<SendRight>] = [
+            .registered(serial: 9, name: "svc", listening: right),
+            .found(serial: 4, name: "org.example.échø", owner: owner, connection: right),
+            .error(serial: 5, .notFound, "no port is registered as «x»"),
+            .success(serial: 6, [NameServerField("empty", "")]),
+        ]
+        for r in replies {
+            let message = PCPortMessage(reply: r)
+            #expect(message.msgid == r.msgid)
+            let expected: [[UInt8]?] = r.components.map { if case .text(let t) = $0 { Array(t.utf8) } else { nil } }
+            let written: [[UInt8]?] = message.components.map { if case .data(let d) = $0 { d } else { nil } }
+            #expect(written == expected)
+        }
+        let request = PCPortMessage(request: NameServerProtocol.MessageID.lookup, serial: 7, [NameServerField("name", "ü.x")])
+        #expect(request.components.map(\.string) == ["serial=7", "name=ü.x"])
+    }
 }
