@@ -148,6 +148,10 @@ package final class MessageTransport {
         }
         let controlLength = sendControl.finish()
         let record = UnsafeRawBufferPointer(rebasing: sendBuffer[0..<recordLength])
+        // The deadline, worked out the first time the queue is found full
+        // (most sends never get there: no clock read), then kept: a retry
+        // must not move it (a relative timeout would start again).
+        var limit: MonotonicInstant?
         while true {
             let outcome: UnixSocket.SendOutcome
             do {
@@ -163,9 +167,9 @@ package final class MessageTransport {
                 return .receiverGone
             case .wouldBlock:
                 do {
-                    // The deadline is worked out only now, when the queue
-                    // is full (most sends never get here: no clock read).
-                    if try !Poll.waitWritable(connection, until: deadline()) { return .timedOut }
+                    let until = limit ?? deadline()
+                    limit = until
+                    if try !Poll.waitWritable(connection, until: until) { return .timedOut }
                 } catch {
                     throw .system(error)
                 }

@@ -87,7 +87,7 @@ extension PCRunLoop {
         let timers: [PCTimer] = lock.withLock {
             performQueue.removeAll { $0.target.map(ObjectIdentifier.init) == id }
             removalCount.wrappingAdd(1, ordering: .relaxed)
-            wakeIfSleeping()  // the queue may have held the last item of the mode it sleeps in
+            noteStateChange()  // the queue the next sleep looks at changed
             let matching = delayedPerforms.filter { ObjectIdentifier($0.value.target) == id }
             for key in matching.keys { delayedPerforms[key] = nil }
             return matching.values.map(\.timer)

@@ -237,9 +237,7 @@ extension PCRunLoop {
         if let plan {
             if !poll { sleepingFlag.store(true, ordering: .sequentiallyConsistent) }
             if stateGeneration.load(ordering: .sequentiallyConsistent) == plan.generation {
-                if !poll {
-                    if let t = plan.timersWake, t < deadline { arm(t) } else { arm(deadline) }
-                }
+                if !poll { arm(plan.timersWake.map { min($0, deadline) } ?? deadline) }
                 let n = wait(ms, events, timeoutMilliseconds: poll ? 0 : -1)
                 if !poll { sleepingFlag.store(false, ordering: .relaxed) }
                 return (n, plan.nonEmptyAt)

@@ -19,8 +19,7 @@
 //     queued owner is never the same client twice for one name;
 //   - `sortedNames` is exactly the keys of `entries`, in byte order, so a
 //     LIST page starts by binary search and costs O(page + log n), never a
-//     sort of every name (inside `removeClient` only, names whose entry
-//     went wait in `leavingSortedNames` to leave it in one pass);
+//     sort of every name;
 //   - a client's `names` is exactly the names it owns or waits for, and
 //     counts against `namesPerClient`; its `lookups` and `watches` are
 //     exactly its pending lookups and watches;
@@ -247,11 +246,6 @@ struct NameRegistry<Handles: NameRegistryHandles> {
     /// The keys of `entries`, in byte order (an insertion or removal moves
     /// the tail: a memmove, no sort).
     private var sortedNames: [PortName] = []
-    /// Set while `removeClient` runs: the names whose entries it removed,
-    /// taken out of `sortedNames` together at its end (one pass over the
-    /// array, not one move of its tail per name: a client leaving with k
-    /// of n names cost O(k·n)).
-    private var leavingSortedNames: [PortName]?
     private var clients: [ClientID: Client] = [:]
     private var clientsByUID: [UInt32: Int] = [:]
     private var watchesOfAllNames: Set<WatchID> = []
@@ -389,14 +383,11 @@ struct NameRegistry<Handles: NameRegistryHandles> {
         if Handles.holdsDescriptor(ownership.handle) { clients[client]!.namesHoldingDescriptors -= 1 }
     }
 
-    /// Removes the entry of `name`, keeping `sortedNames`.
-    private mutating func removeEntry(_ name: PortName) {
+    /// Removes the entry of `name`, and the name from `sortedNames` unless
+    /// the caller takes it out itself (`removeClient`, in one pass).
+    private mutating func removeEntry(_ name: PortName, keepingSortedName: Bool = false) {
         guard entries.removeValue(forKey: name) != nil else { return }
-        if leavingSortedNames != nil {
-            leavingSortedNames!.append(name)
-        } else {
-            removeSortedName(name)
-        }
+        if !keepingSortedName { removeSortedName(name) }
     }
 
     private mutating func removeSortedName(_ name: PortName) {
@@ -490,11 +481,16 @@ struct NameRegistry<Handles: NameRegistryHandles> {
             removal.queuedTickets.append(entry.queue.remove(at: i).ticket)
             entries[name] = entry
         }
-        leavingSortedNames = []
+        // Names that lose their entry leave `sortedNames` together below:
+        // one move of its tail per name made a client leaving with k of n
+        // names cost O(k·n).
+        var leaving: [PortName] = []
         for name in names where entries[name]?.owner.client == client {
-            removal.changes.append(removeOwner(of: name, now: now))
+            let change = removeOwner(of: name, now: now, keepingSortedName: true)
+            if change.new == nil { leaving.append(name) }  // no one was queued: the entry went
+            removal.changes.append(change)
         }
-        if let leaving = leavingSortedNames.take(), !leaving.isEmpty {
+        if !leaving.isEmpty {
             // One removal moves the tail with a memmove (16 bytes per name
             // moved, tens of bytes a nanosecond); the one pass below costs
             // about 30 instructions per name of the array (callgrind), so it
@@ -596,7 +592,7 @@ struct NameRegistry<Handles: NameRegistryHandles> {
     }
 
     /// The owner leaves `name`: the next queued owner gets it, dated `now`.
-    private mutating func removeOwner(of name: PortName, now: UInt64) -> OwnerChange {
+    private mutating func removeOwner(of name: PortName, now: UInt64, keepingSortedName: Bool = false) -> OwnerChange {
         guard var entry = entries[name] else { preconditionFailure("\(name) has no owner") }
         let old = entry.owner
         removeName(name, from: old.client, old)
@@ -610,7 +606,7 @@ struct NameRegistry<Handles: NameRegistryHandles> {
             entries[name] = entry
             new = promoted
         } else {
-            removeEntry(name)
+            removeEntry(name, keepingSortedName: keepingSortedName)
         }
         return OwnerChange(
             name: name, kind: .released, old: old, new: new, watchers: watchers(of: name), answeredLookups: [])

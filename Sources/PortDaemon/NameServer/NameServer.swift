@@ -320,7 +320,7 @@ final class NameServer {
         }
         // The log's metadata is made only when something is logged (a
         // dictionary of formatted strings per request showed in profiles).
-        var who = Who(client, sender)
+        let who = Who(client, sender)
         let anyRequest = RequestAccess.anyRequest(connectorUID: message.connectionCredentials?.uid)
         if case .deny(let why) = anyRequest.decide(by: Caller(uid: sender.uid, groups: [sender.gid]), under: settings) {
             return refuse(serial, .denied, why, request: "request", who: who.metadata)
@@ -361,10 +361,9 @@ final class NameServer {
         if case .hello(let versions) = request {
             return hello(versions, serial: serial, client: client, who: who.metadata)
         }
-        who.name = request.name
         let groups = groups(of: client, sender: sender, connector: message.connectionCredentials)
         let context = Context(
-            serial: serial, client: client, sender: sender, caller: Caller(uid: sender.uid, groups: groups), identity: who,
+            serial: serial, client: client, sender: sender, caller: Caller(uid: sender.uid, groups: groups), name: request.name,
             request: request.verb)
 
         // A port portd keeps and later sends to must be the client's own.
@@ -458,10 +457,11 @@ final class NameServer {
         let sender: Credentials
         /// The sender's uid and the groups it is judged with.
         let caller: Caller
-        let identity: Who
+        /// The name the request is about, if any.
+        let name: PortName?
         let request: String
         /// The request's metadata for the log.
-        var who: Logger.Metadata { identity.metadata }
+        var who: Logger.Metadata { Who(client, sender, name: name).metadata }
     }
 
     /// Who sent a request, and the name it is about: the log's metadata,
@@ -469,11 +469,12 @@ final class NameServer {
     struct Who {
         let client: ClientID
         let sender: Credentials
-        var name: PortName? = nil
+        let name: PortName?
 
-        init(_ client: ClientID, _ sender: Credentials) {
+        init(_ client: ClientID, _ sender: Credentials, name: PortName? = nil) {
             self.client = client
             self.sender = sender
+            self.name = name
         }
 
         var metadata: Logger.Metadata {
