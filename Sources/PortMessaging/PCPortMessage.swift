@@ -36,8 +36,11 @@ public struct PCPortMessage: @unchecked Sendable {
 
         /// The component's bytes as UTF-8 text, if they are.
         public var string: String? {
-            guard let b = bytes else { return nil }
-            return String(validating: b, as: UTF8.self)
+            switch self {
+            case .data(let b): UTF8Text.string(b)
+            case .sharedMemory(let m): m.withUnsafeBytes { UTF8Text.string($0) }
+            case .port: nil
+            }
         }
     }
 

@@ -162,7 +162,7 @@ public struct PortMessageView: ~Copyable {
 
     /// The bytes of component `i` as UTF-8 text (a copy), if they are.
     public func string(ofComponent i: Int) -> String? {
-        withUnsafeBytes(ofComponent: i) { String(validating: $0, as: UTF8.self) } ?? nil
+        withUnsafeBytes(ofComponent: i) { UTF8Text.string($0) } ?? nil
     }
 
     /// The send right of port component `i` (the same object each time, and

@@ -40,11 +40,21 @@ public struct NameServerField: Sendable, Hashable, CustomStringConvertible {
 
     /// Reads "KEY=VALUE"; nil when the text is not a field.
     package init?(text: String) {
-        guard let eq = text.utf8.firstIndex(of: UInt8(ascii: "=")) else { return nil }
-        let key = text.utf8[..<eq]
-        guard !key.isEmpty, key.allSatisfy(Self.isKeyByte) else { return nil }
-        self.key = String(text[..<eq])
-        self.value = String(text[text.index(after: eq)...])
+        // On the text's UTF-8 bytes in place (a received component's text
+        // is native, so contiguous): the key checked and both halves made
+        // in one pass, without the String.Index and Substring steps.
+        var text = text
+        let halves = text.withUTF8 { (utf8) -> (key: String, value: String)? in
+            guard let eq = utf8.firstIndex(of: UInt8(ascii: "=")), eq > 0 else { return nil }
+            for b in utf8[..<eq] where !Self.isKeyByte(b) { return nil }
+            return (
+                String(decoding: UnsafeBufferPointer(rebasing: utf8[..<eq]), as: UTF8.self),
+                String(decoding: UnsafeBufferPointer(rebasing: utf8[(eq + 1)...]), as: UTF8.self)
+            )
+        }
+        guard let halves else { return nil }
+        self.key = halves.key
+        self.value = halves.value
     }
 
     private static func isKeyByte(_ b: UInt8) -> Bool {
@@ -72,12 +82,21 @@ package struct NameServerRecord<Port> {
         var fields: [NameServerField] = []
         var ports: [Port] = []
         fields.reserveCapacity(components.count)
-        for (index, component) in components.enumerated() {
+        // Unspecialized here (generic over the port), so the loop keeps to
+        // what needs no run-time metadata: counted by hand (`enumerated()`
+        // looks up the tuple's and the iterator's metadata on every step,
+        // about 1,500 instructions), and a flag for "a port came" (each
+        // `ports.isEmpty` looks up `[Port]`'s).
+        var index = -1
+        var sawPort = false
+        for component in components {
+            index += 1
             switch component {
             case .port(let port):
                 ports.append(port)
+                sawPort = true
             case .text(let text):
-                guard ports.isEmpty else { throw .init("component \(index) of \(what) is a field after a port") }
+                guard !sawPort else { throw .init("component \(index) of \(what) is a field after a port") }
                 guard let field = NameServerField(text: text) else {
                     throw .init("component \(index) of \(what) (\"\(text.prefix(64))\") is not a key=value field")
                 }

@@ -57,6 +57,28 @@ import PortCore
         #expect(throws: NameServerProtocol.Violation.self) { try badOwner.record.owner("owner", in: "t") }
     }
 
+    /// A field splits at its first "=", its key is one or more of a-z,
+    /// 0-9 and "_", and its value is any UTF-8 (the split works on the
+    /// text's bytes in place).
+    @Test func fieldsSplitAtTheirFirstEqualsSign() {
+        let split: [(String, (String, String)?)] = [
+            ("serial=1", ("serial", "1")),
+            ("a=b=c", ("a", "b=c")),
+            ("message=", ("message", "")),
+            ("k_9=née ✓ 🚀", ("k_9", "née ✓ 🚀")),
+            ("=value", nil),
+            ("novalue", nil),
+            ("", nil),
+            ("Key=1", nil),
+            ("ke-y=1", nil),
+            ("né=1", nil),
+        ]
+        for (text, expected) in split {
+            let field = NameServerField(text: text)
+            #expect(field?.key == expected?.0 && field?.value == expected?.1, "\(text)")
+        }
+    }
+
     @Test func errorWordsBecomeErrors() throws {
         let cases: [(String, (NameServerError) -> Bool)] = [
             ("invalid-name", { if case .invalidName("why") = $0 { true } else { false } }),

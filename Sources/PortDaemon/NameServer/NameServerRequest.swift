@@ -78,7 +78,7 @@ enum NameServerRequest: Equatable, Sendable {
             }
             size += bytes.count
             if size > maximumBytes { return (serial, .failure(.tooLarge(bytes: size, limit: maximumBytes))) }
-            guard let text = String(validating: bytes, as: UTF8.self) else {
+            guard let text = UTF8Text.string(bytes) else {
                 return (serial, .failure(.badRequest("component \(i) is not UTF-8")))
             }
             guard let field = NameServerField(text: text) else {
