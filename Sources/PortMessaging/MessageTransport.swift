@@ -349,6 +349,14 @@ package final class MessageTransport {
             control, length: record.controlLength, truncated: record.controlTruncated, into: &received)
         if parsed.truncated || parsed.unexpected > 0 { throw .controlTruncated }
         if record.truncated { throw .recordTruncated }
+        // Hostile until the kernel says what they are: an O_PATH descriptor
+        // opens nothing, so every later call on it (the socket and memfd
+        // checks, sendmsg, mmap) would fail with EBADF, a trap.
+        if received.count > 0 {
+            let pathOnly: Bool
+            do { pathOnly = try received.containsPathOnly() } catch { throw .system(error) }
+            if pathOnly { throw .pathOnlyDescriptor }
+        }
         do {
             let view = try WireDecoder.decode(
                 UnsafeRawBufferPointer(rebasing: buffer[0..<record.byteCount]), descriptorCount: received.count,

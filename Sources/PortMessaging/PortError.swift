@@ -18,6 +18,10 @@ public enum PortError: Error, Sendable, CustomStringConvertible {
     case controlTruncated
     /// A record was longer than the receive buffer (MSG_TRUNC).
     case recordTruncated
+    /// A record carried a descriptor opened with O_PATH, which opens
+    /// nothing (no socket, no memory to map): refused on receipt, like a
+    /// malformed record.
+    case pathOnlyDescriptor
     /// The port or right was invalidated by its owner.
     case invalidated
     /// Another request on this right is waiting for its reply (one at a time per right).
@@ -33,6 +37,7 @@ public enum PortError: Error, Sendable, CustomStringConvertible {
         case .unsealedSharedMemory(let e): "large component refused: \(e)"
         case .controlTruncated: "control data truncated (descriptors lost)"
         case .recordTruncated: "record longer than the receive buffer"
+        case .pathOnlyDescriptor: "a descriptor opened with O_PATH (it opens nothing) was refused"
         case .invalidated: "the port was invalidated"
         case .requestInProgress: "another request on this right is waiting for its reply"
         case .peerNotReading: "the requester does not read its replies (its queue is full); disconnected"

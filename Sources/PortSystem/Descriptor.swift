@@ -34,6 +34,17 @@ package enum Descriptor {
         }
     }
 
+    /// Whether `fd` was opened with O_PATH: it names a file but opens
+    /// nothing, and every call but a few (fstat, fcntl's F_GETFL and
+    /// F_DUPFD, close) fails on it with EBADF, which SystemCall treats as
+    /// PortCore's own bug. A peer can send one in a record, so received
+    /// descriptors are asked this before anything else is done with them.
+    /// The corresponding C function is `fcntl(F_GETFL)`.
+    package static func isPathOnly(_ fd: borrowing OwnedDescriptor) throws(SystemCallError) -> Bool {
+        let fd = fd.rawValue
+        return try SystemCall.must("fcntl(F_GETFL)") { fcntl(fd, F_GETFL) } & PORT_O_PATH != 0
+    }
+
     /// The outcome of one read.
     package enum ReadOutcome: Equatable, Sendable {
         /// This many bytes were read (at least 1).

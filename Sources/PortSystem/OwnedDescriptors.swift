@@ -69,6 +69,18 @@ package struct OwnedDescriptors: ~Copyable {
         return slots[index]
     }
 
+    /// Whether any descriptor in the list (not taken) was opened with
+    /// O_PATH (`Descriptor.isPathOnly`): what a received record is checked
+    /// for before its descriptors are used.
+    package func containsPathOnly() throws(SystemCallError) -> Bool {
+        for i in 0..<count where slots[i] >= 0 {
+            if try OwnedDescriptor.lending(slots[i], to: { (fd) throws(SystemCallError) in try Descriptor.isPathOnly(fd) }) {
+                return true
+            }
+        }
+        return false
+    }
+
     /// Closes every descriptor not taken and empties the list (its storage
     /// is kept for the next use).
     package mutating func closeAll() {

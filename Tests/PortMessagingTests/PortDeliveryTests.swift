@@ -183,6 +183,41 @@ import PortTestSupport
         #expect(received.all == ["still served"])
     }
 
+    /// An O_PATH descriptor opens nothing: as a large-data component or as
+    /// a check-in's reply port, every use of it (F_GET_SEALS, sendmsg)
+    /// would fail with EBADF, which PortSystem traps on as its own bug. It
+    /// is refused on receipt, that connection closed, and the port serves
+    /// on.
+    @Test(arguments: [["opath-large"], ["opath-checkin", "w"]])
+    func aPathOnlyDescriptorIsRefusedAndOnlyThatConnectionClosed(_ peerArguments: [String]) throws {
+        let errors = Recorder()
+        let received = Recorder()
+        let got = Completion()
+        let failed = Completion()
+        let served = try ServedPort { m in
+            received.add(m.components.first?.string ?? "")
+            got.signal()
+            // A check-in answers on the worker's port, as CheckInServer does.
+            if let worker = m.replyPort { _ = try? worker.send(PCPortMessage(msgid: 1, strings: ["welcome"])) }
+            return nil
+        }
+        served.port.onError { e in
+            errors.add("\(e)")
+            failed.signal()
+        }
+        defer { served.stop() }
+        let hostile = try served.port.makeSendRight()
+        let peer = try startPeer(peerArguments, passing: hostile)
+        #expect(try peer.waitForExit() == 0, "\(peer.standardError)")
+        #expect(failed.wait(timeout: .seconds(30)))
+        #expect(errors.all.first?.contains("O_PATH") == true, "\(errors.all)")
+        #expect(received.all.isEmpty)
+        let good = try served.port.makeSendRight()
+        #expect(try good.send(PCPortMessage(msgid: 1, strings: ["still served"])) == .sent)
+        #expect(got.wait(timeout: .seconds(30)))
+        #expect(received.all == ["still served"])
+    }
+
     /// A check-in server on its own loop thread, running until stopped.
     private func startCheckInServer(
         _ port: PCPort, onCheckIn: @escaping @Sendable (CheckedInWorker) -> Void,

@@ -38,6 +38,10 @@ typedef struct port_ucred {
 #define PORT_SO_PEERCRED 17       /* SO_PEERCRED, socket(7) */
 #define PORT_SO_PEERGROUPS 59     /* SO_PEERGROUPS, socket(7), Linux 4.13 */
 
+/* open(2)'s O_PATH (x86-64 and arm64 alike): glibc defines it only under
+ * _GNU_SOURCE. port_system.c checks it against the real definition. */
+#define PORT_O_PATH 010000000
+
 /* memfd_create(2) flags and file seals (fcntl(2), "File Sealing"): defined by
  * glibc only under _GNU_SOURCE. port_system.c checks these against the real
  * definitions at compile time. */

@@ -9,6 +9,8 @@ Descriptor 3 is a send right (a connected SOCK_SEQPACKET socket) to a port.
   port_peer.py checkin-and-die NAME   check in, then exit at once (the port dies with us)
   port_peer.py checkin-and-wait NAME  check in, print "ready", then wait forever (to be killed)
   port_peer.py unsealed-memfd    send a large-data component whose memfd is not sealed
+  port_peer.py opath-large       send a large-data component whose descriptor is O_PATH
+  port_peer.py opath-checkin NAME  check in with an O_PATH descriptor as the reply port
 """
 import os
 import socket
@@ -68,6 +70,18 @@ def main():
         header = MAGIC + struct.pack("<BBHI", VERSION, 0, 1, 7)
         table = struct.pack("<B3xI", 3, 4096)  # kind 3: large data in a sealed memfd (it is not)
         socket.send_fds(right, [header + table], [fd])
+        return 0
+    if verb == "opath-large":
+        # O_PATH opens nothing: fcntl(F_GET_SEALS), mmap, everything but
+        # fstat and close fail on it with EBADF.
+        fd = os.open("/", os.O_PATH | os.O_CLOEXEC)
+        header = MAGIC + struct.pack("<BBHI", VERSION, 0, 1, 7)
+        table = struct.pack("<B3xI", 3, 4096)
+        socket.send_fds(right, [header + table], [fd])
+        return 0
+    if verb == "opath-checkin":
+        fd = os.open("/", os.O_PATH | os.O_CLOEXEC)
+        socket.send_fds(right, [encode(100, [sys.argv[2].encode()], reply_port=True)], [fd])
         return 0
     return 2
 

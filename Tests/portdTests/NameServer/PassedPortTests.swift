@@ -86,6 +86,29 @@ import PortTestSupport
         #expect(try portd.stop() == 0)
     }
 
+    /// An O_PATH descriptor names a file but opens nothing: every socket
+    /// call on it fails with EBADF (which PortSystem traps on as its own
+    /// bug). As a WATCH's or REGISTER's port it is refused on receipt, that
+    /// client's connection closed, and portd serves everyone else.
+    @Test func aPathOnlyDescriptorClosesOnlyThatClientsConnection() throws {
+        let portd = try started()
+        let bystander = try NameClient(socket: portd.socketPath)
+        let registered = try bystander.register("org.example.bystander")  // holds its listening socket
+        #expect(registered.outcome == "registered")
+        defer { withExtendedLifetime(registered) {} }
+        for (msgid, fields) in [(MessageID.watch, ["name=org.example.x"]), (MessageID.register, ["name=org.example.y"])] {
+            let hostile = try NameClient(socket: portd.socketPath)
+            let pathOnly = open("/", 0o10000000 /* O_PATH, open(2) */ | O_CLOEXEC)
+            try #require(pathOnly >= 0)
+            var message = PCPortMessage(msgid: msgid, strings: ["serial=1"] + fields)
+            message.replyPort = SendRight(descriptor: OwnedDescriptor(adopting: pathOnly))
+            #expect(try hostile.raw(message) == nil, "portd closes that connection")
+            let found = try bystander.lookUp("org.example.bystander")
+            #expect(found.outcome == "ok" && found.ports.count == 1, "\(found.words)")
+        }
+        #expect(try portd.stop() == 0, "portd exits cleanly: it did not trap")
+    }
+
     @Test func aConnectionToAnotherUsersPortIsRefused() throws {
         try #require(getuid() == 0, "this test drops privileges with setpriv: run as root")
         let portd = try started()
