@@ -16,12 +16,18 @@
 // matches each reply to its request by serial), so a lookup that waits for
 // a name does not hold up the others.
 //
-// Lookup cache: a right found by `lookup` is kept per name and handed out
-// again while its port lives; before reusing one, poll(2) asks the kernel
-// whether the connection hung up (the port's owner invalidated it or
-// died), and a dead one is dropped and looked up afresh. A right to an
-// owner that was *replaced* but still lives keeps leading to that owner:
-// `lookup(..., cached: false)` or `forget(_:)` asks again. The cache only
+// Lookups ask portd every time: `lookup(_:)`, `port(forName:)` (as
+// NSPortNameServer's portForName: asks the bootstrap server) and
+// `send(_:to:)` reach whoever owns the name *now*, and a name removed is
+// nil at once, even while its old owner's port lives on.
+//
+// Lookup cache, opt-in (`lookup(..., cached: true)`): a right found is kept
+// per name and handed out again while its port lives; before reusing one,
+// poll(2) asks the kernel whether the connection hung up (the port's owner
+// invalidated it or died), and a dead one is dropped and looked up afresh.
+// A right to an owner that gave the name up or was *replaced* but still
+// lives keeps leading to that owner, which is why the cache is not the
+// default: `forget(_:)` or an uncached lookup asks again. The cache only
 // shares rights, never owns them for their holders: a right handed out
 // lives as long as its holder keeps it, whatever becomes of this client
 // (invalidate, deinit) or of the cache entry (forget, a newer lookup).
@@ -514,9 +520,10 @@ public final class PortNameServer: Sendable {
     }
 
     /// A send right to `name`'s port, or nil when nobody owns it (within
-    /// `wait`, when given). With `cached`, a right found earlier is reused
-    /// while its port lives (see the top of this file).
-    public func lookup(_ name: String, wait: Duration? = nil, cached: Bool = true) throws(NameServerError) -> SendRight? {
+    /// `wait`, when given): portd is asked each time. With `cached`, a right
+    /// found earlier is reused while its port lives, even if its owner has
+    /// given the name up since (see the top of this file).
+    public func lookup(_ name: String, wait: Duration? = nil, cached: Bool = false) throws(NameServerError) -> SendRight? {
         if cached, let right = cachedRight(name) { return right }
         switch try resolve(name, wait: wait) {
         case .found(let right, _):
@@ -550,8 +557,9 @@ public final class PortNameServer: Sendable {
         return nil  // its holders, if any, find it hung up
     }
 
-    /// Sends `message` to `name`'s port: looks it up (cached), and when the
-    /// cached right's port turns out to be gone, looks it up once more.
+    /// Sends `message` to `name`'s port, to whoever owns the name now:
+    /// looks it up, and when the port turns out to be gone by the time of
+    /// the send (its owner left in between), looks it up once more.
     /// Returns nil when nobody owns the name.
     @discardableResult
     public func send(_ message: PCPortMessage, to name: String, timeout sendTimeout: Duration? = nil) throws(NameServerError)

@@ -73,9 +73,9 @@ import PortTestSupport
             Issue.record("not registered")
             return
         }
-        let right = try #require(try user.lookup(svc))
-        #expect(try user.lookup(svc) === right, "a live right is reused")
-        #expect(try user.lookup(svc, cached: false) !== right)
+        let right = try #require(try user.lookup(svc, cached: true))
+        #expect(try user.lookup(svc, cached: true) === right, "a live right is reused")
+        #expect(try user.lookup(svc) !== right, "uncached by default")
 
         // The owner goes: its port closes (the right hangs up) and portd releases the name.
         first.invalidate()
@@ -87,11 +87,48 @@ import PortTestSupport
             return
         }
         let inbox = try Inbox(port)
-        let fresh = try #require(try user.lookup(svc))
+        let fresh = try #require(try user.lookup(svc, cached: true))
         #expect(fresh !== right, "a dead right is dropped and the name looked up again")
         #expect(try fresh.send(PCPortMessage(msgid: 1)) == .sent)
         #expect(inbox.next()?.msgid == 1)
         port.invalidate()
+    }
+
+    /// portForName: asks the name server each time: a name its owner gave
+    /// up is nil at once, and a name taken by someone else leads to them,
+    /// although the first owner's port lives on (a right to it would still
+    /// be answered).
+    @Test func portForNameFollowsTheNameNotAnEarlierOwner() throws {
+        let daemon = try DaemonProcess.started()
+        let user = try daemon.client()
+        let svc = name("moved")
+        let first = try daemon.client()
+        guard case .registered(let firstPort) = try first.register(svc) else {
+            Issue.record("not registered")
+            return
+        }
+        let firstInbox = try Inbox(firstPort)
+        let old = try #require(try user.port(forName: svc))
+        #expect(try first.removePort(forName: svc))
+        #expect(try user.port(forName: svc) == nil, "removed: nil, although the port lives")
+        #expect(try user.send(PCPortMessage(msgid: 1), to: svc) == nil)
+
+        let second = try daemon.client()
+        guard case .registered(let secondPort) = try second.register(svc) else {
+            Issue.record("not registered by the second owner")
+            return
+        }
+        let secondInbox = try Inbox(secondPort)
+        let now = try #require(try user.port(forName: svc))
+        #expect(try now.send(PCPortMessage(msgid: 2)) == .sent)
+        #expect(secondInbox.next()?.msgid == 2)
+        #expect(try user.send(PCPortMessage(msgid: 3), to: svc) == .sent)
+        #expect(secondInbox.next()?.msgid == 3)
+        // The first owner's port is alive: the right found before still reaches it.
+        #expect(try old.send(PCPortMessage(msgid: 4)) == .sent)
+        #expect(firstInbox.next()?.msgid == 4)
+        firstPort.invalidate()
+        secondPort.invalidate()
     }
 
     @Test func queuedRegistrantGetsTheNameWhenTheOwnerGoes() throws {
