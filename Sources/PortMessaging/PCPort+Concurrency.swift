@@ -48,8 +48,8 @@ extension SendRight {
             let finished = Mutex(false)
             let cleanup = Mutex<(PortSource?, PCTimer?)>((nil, nil))
             @Sendable func finish(_ r: Result<RequestResult, PortError>) {
-                guard finished.withLock({ f in defer { f = true }; return !f }) else { return }
-                let (s, t) = cleanup.withLock { $0 }
+                guard finished.withLockAnnotated({ f in defer { f = true }; return !f }) else { return }
+                let (s, t) = cleanup.withLockAnnotated { $0 }
                 s?.invalidate()
                 t?.invalidate()
                 self.endAsyncRequest()
@@ -59,7 +59,7 @@ extension SendRight {
                 if let r = self.readAsyncReply() { finish(r) }
             }
             let timer = PCTimer(fireAt: loop.clock.now() + receiveTimeout) { _ in finish(.success(.receiveTimedOut)) }
-            cleanup.withLock { $0 = (source, timer) }
+            cleanup.withLockAnnotated { $0 = (source, timer) }
             do throws(SystemCallError) {
                 try loop.add(source, forMode: .default)
                 loop.add(timer, forMode: .default)

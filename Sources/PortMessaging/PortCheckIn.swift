@@ -65,7 +65,7 @@ public final class CheckInServer: @unchecked Sendable {
     }
 
     /// The workers checked in and still alive.
-    public var workers: [CheckedInWorker] { workersByID.withLock { Array($0.values) } }
+    public var workers: [CheckedInWorker] { workersByID.withLockAnnotated { Array($0.values) } }
 
     /// Installs this server as `port`'s handler.
     public func serve(_ port: PCPort) {
@@ -80,11 +80,11 @@ public final class CheckInServer: @unchecked Sendable {
         let worker = CheckedInWorker(
             name: message.components.first?.string, port: right, credentials: message.sender)
         let id = ObjectIdentifier(right)
-        workersByID.withLock { $0[id] = worker }
+        workersByID.withLockAnnotated { $0[id] = worker }
         do {
             try right.onInvalidation(in: loop, forMode: mode) { [weak self] in
                 guard let self else { return }
-                if let gone = self.workersByID.withLock({ $0.removeValue(forKey: id) }) {
+                if let gone = self.workersByID.withLockAnnotated({ $0.removeValue(forKey: id) }) {
                     self.onWorkerGone?(gone)
                 }
             }

@@ -144,7 +144,7 @@ public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvert
 
     /// Lock held: lets go of the connection.
     private func closeLocked() {
-        let released = connectionLock.withLock { _ in
+        let released = connectionLock.withLockAnnotated { _ in
             defer { connection = nil }
             return connection
         }
@@ -154,7 +154,7 @@ public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvert
     /// The connection while the right is open, for whatever must hold it
     /// (a source watching it, a message lending it). Any thread.
     package func currentConnection() -> SharedDescriptor? {
-        connectionLock.withLock { _ in connection }
+        connectionLock.withLockAnnotated { _ in connection }
     }
 
     /// Lends the right's socket to `body`, or returns nil once the right is
@@ -234,7 +234,7 @@ public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvert
     ) throws(PortError) -> RequestResult {
         let loop = PCRunLoop.current
         let waitsInPrivateMode = replyMode == nil
-        return try requestMutex.withLock { _ throws(PortError) -> RequestResult in
+        return try requestMutex.withLockAnnotated { _ throws(PortError) -> RequestResult in
             var alone: (source: PortSource, state: ModeState)?
             var mode = PCRunLoop.Mode.default
             let early = try lock.withLock { () throws(PortError) -> RequestResult? in

@@ -100,7 +100,7 @@ extension PortNameServer {
         in loop: PCRunLoop, retryInterval: Duration = .milliseconds(250), delegate: PortNameServerDelegate?
     ) throws(NameServerError) {
         precondition(retryInterval > .zero, "the retry interval must be positive")
-        let first = state.withLock { s -> Bool in
+        let first = state.withLockAnnotated { s -> Bool in
             guard s.reconnection == nil, !s.closed else { return false }
             s.reconnection = Reconnection(loop: loop, retryInterval: retryInterval, delegate: DelegateReference(delegate))
             return true
@@ -110,11 +110,11 @@ extension PortNameServer {
 
     /// Whether this client reconnects after a loss: it stays the one to
     /// use (`PortNameServer.shared` keeps it) while it is away.
-    public var reconnects: Bool { state.withLock { $0.reconnection != nil && !$0.closed } }
+    public var reconnects: Bool { state.withLockAnnotated { $0.reconnection != nil && !$0.closed } }
 
     /// Records that `name` is held with `port`, to register again later.
     package func keep(_ name: String, _ port: PCPort, _ kind: KeptName.Kind) {
-        state.withLock { $0.kept[name] = KeptName(port: port, kind: kind) }
+        state.withLockAnnotated { $0.kept[name] = KeptName(port: port, kind: kind) }
     }
 
     private func watchForLoss(in loop: PCRunLoop) throws(NameServerError) {
@@ -123,7 +123,7 @@ extension PortNameServer {
 
     /// On the loop: tell the delegate, then retry on a timer.
     private func connectionLost() {
-        guard let r = state.withLock({ s -> Reconnection? in
+        guard let r = state.withLockAnnotated({ s -> Reconnection? in
             guard !s.closed, var r = s.reconnection, !r.reconnecting else { return nil }
             r.reconnecting = true
             s.reconnection = r
@@ -138,7 +138,7 @@ extension PortNameServer {
 
     /// One attempt; true while another is needed.
     private func attemptReconnection() -> Bool {
-        guard let r = state.withLock({ s in s.closed ? nil : s.reconnection }) else { return false }
+        guard let r = state.withLockAnnotated({ s in s.closed ? nil : s.reconnection }) else { return false }
         let fresh: Connection
         do {
             fresh = try Self.connect(checking: location, timeout: timeout, limits: limits)
@@ -147,7 +147,7 @@ extension PortNameServer {
         }
         let old = replaceConnection(with: fresh)
         old.invalidate()
-        state.withLock { s in
+        state.withLockAnnotated { s in
             s.reconnection?.reconnecting = false
             s.cache.removeAll()  // rights to the old owners' ports
         }
@@ -161,11 +161,11 @@ extension PortNameServer {
 
     /// Registers (or checks in) each kept name again with its port.
     private func registerKeptNames() -> [String: ReregistrationOutcome] {
-        let kept = state.withLock { $0.kept }
+        let kept = state.withLockAnnotated { $0.kept }
         var outcomes: [String: ReregistrationOutcome] = [:]
         for (name, k) in kept {
             guard let port = k.port, port.isValid else {
-                state.withLock { _ = $0.kept.removeValue(forKey: name) }
+                state.withLockAnnotated { _ = $0.kept.removeValue(forKey: name) }
                 continue
             }
             let outcome = reregister(name, k.kind, port)
@@ -173,7 +173,7 @@ extension PortNameServer {
             case .registered, .checkedIn:
                 keep(name, port, k.kind)  // the request recorded the port it made
             case .taken, .notDeclared, .failed:
-                state.withLock { _ = $0.kept.removeValue(forKey: name) }
+                state.withLockAnnotated { _ = $0.kept.removeValue(forKey: name) }
             }
             outcomes[name] = outcome
         }
@@ -211,7 +211,7 @@ extension PortNameServer {
 
     /// Swaps the connection; returns the old one.
     private func replaceConnection(with fresh: Connection) -> SendRight {
-        connection.withLock { c in
+        connection.withLockAnnotated { c in
             let old = c.control
             c = fresh
             return old

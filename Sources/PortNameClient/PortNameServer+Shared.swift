@@ -24,7 +24,7 @@ extension PortNameServer {
     /// environment names (PORTD_SOCKET, else the per-user instance).
     public static var shared: PortNameServer {
         get throws(NameServerError) {
-            try sharedClient.withLock { (client) throws(NameServerError) -> PortNameServer in
+            try sharedClient.withLockAnnotated { (client) throws(NameServerError) -> PortNameServer in
                 if let client, client.isValid || client.reconnects { return client }
                 let made = try PortNameServer()
                 client = made

@@ -94,8 +94,8 @@ extension PortNameServer {
             throw reply.unexpected(for: "WATCH")
         }
         let id = ObjectIdentifier(port)
-        state.withLock { $0.watches[id] = port }
-        port.onInvalidation { [weak self] in _ = self?.state.withLock { $0.watches.removeValue(forKey: id) } }
+        state.withLockAnnotated { $0.watches[id] = port }
+        port.onInvalidation { [weak self] in _ = self?.state.withLockAnnotated { $0.watches.removeValue(forKey: id) } }
         if !isValid { port.invalidate() }  // invalidated meanwhile: the watch ends with the connection
         return NameWatch(name: name, port: port)
     }

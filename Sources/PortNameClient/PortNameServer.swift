@@ -70,7 +70,7 @@ public final class PortNameServer: Sendable {
     /// What portd said in HELLO on this connection: the protocol version,
     /// its limits and features (says HELLO first if no request did yet).
     public func daemonHello() throws(NameServerError) -> NameServerHello {
-        let channel = connection.withLock { $0.channel }
+        let channel = connection.withLockAnnotated { $0.channel }
         guard let hello = try channel.hello(timeout: timeout) else {
             throw .timedOut("portd at \(socketPath) did not answer HELLO within \(Self.seconds(timeout))")
         }
@@ -78,7 +78,7 @@ public final class PortNameServer: Sendable {
     }
 
     /// The current connection to portd.
-    private var control: SendRight { connection.withLock { $0.control } }
+    private var control: SendRight { connection.withLockAnnotated { $0.control } }
 
     package struct State {
         var cache: [String: SendRight] = [:]
@@ -161,7 +161,7 @@ public final class PortNameServer: Sendable {
     /// AsyncSequences finish). Rights it looked up keep working for whoever
     /// holds them. Idempotent.
     public func invalidate() {
-        let ports = state.withLock { s in
+        let ports = state.withLockAnnotated { s in
             defer {
                 s.cache.removeAll()
                 s.acquisitions.removeAll()
@@ -189,7 +189,7 @@ public final class PortNameServer: Sendable {
         in loop: PCRunLoop, forMode mode: PCRunLoop.Mode = .common, _ handler: @escaping () -> Void
     ) throws(NameServerError) {
         let key = ConnectionLossRelay.Key(loop: ObjectIdentifier(loop), mode: mode)
-        let (control, lossRelay) = connection.withLock { ($0.control, $0.lossRelay) }
+        let (control, lossRelay) = connection.withLockAnnotated { ($0.control, $0.lossRelay) }
         guard lossRelay.add(handler, for: key) else { return }
         do {
             try control.onInvalidation(in: loop, forMode: mode) { [lossRelay] in lossRelay.fire(key) }
@@ -248,7 +248,7 @@ public final class PortNameServer: Sendable {
         _ msgid: UInt32, _ fields: [NameServerField], replyPort: SendRight? = nil, what: String,
         receiveTimeout: Duration? = nil
     ) throws(NameServerError) -> NameServerReply<SendRight> {
-        let channel = connection.withLock { $0.channel }
+        let channel = connection.withLockAnnotated { $0.channel }
         let receiveTimeout = receiveTimeout ?? timeout
         switch try channel.request(msgid, fields, replyPort: replyPort, sendTimeout: timeout, receiveTimeout: receiveTimeout) {
         case .reply(let reply): return try NameServerReply(reply)
@@ -391,14 +391,14 @@ public final class PortNameServer: Sendable {
                 case .acquired(_, _, let right):
                     guard let onAcquire, let acquired = try? Self.receivePort(from: right, limits: limits) else { return nil }
                     if onLost == nil, let port {
-                        _ = self?.state.withLock { $0.acquisitions.removeValue(forKey: ObjectIdentifier(port)) }
+                        _ = self?.state.withLockAnnotated { $0.acquisitions.removeValue(forKey: ObjectIdentifier(port)) }
                         port.invalidate()
                     }
                     onAcquire(acquired)
                 case .lost(_, _, let newOwner):
                     guard let onLost else { return nil }
                     if let port {
-                        _ = self?.state.withLock { $0.acquisitions.removeValue(forKey: ObjectIdentifier(port)) }
+                        _ = self?.state.withLockAnnotated { $0.acquisitions.removeValue(forKey: ObjectIdentifier(port)) }
                         port.invalidate()
                     }
                     onLost(newOwner)
@@ -428,7 +428,7 @@ public final class PortNameServer: Sendable {
             }
             if onLost != nil, let notifier {
                 // Kept to hear NAME_LOST, until it comes or this client closes.
-                state.withLock { $0.acquisitions[ObjectIdentifier(notifier)] = notifier }
+                state.withLockAnnotated { $0.acquisitions[ObjectIdentifier(notifier)] = notifier }
                 do {
                     try notifier.schedule(in: loop ?? BackgroundLoop.shared.loop, forMode: .default)
                 } catch {
@@ -442,7 +442,7 @@ public final class PortNameServer: Sendable {
             return .registered(port)
         case .queued:
             guard let notifier else { throw .protocolError("queued although the request said do-not-queue") }
-            state.withLock { $0.acquisitions[ObjectIdentifier(notifier)] = notifier }
+            state.withLockAnnotated { $0.acquisitions[ObjectIdentifier(notifier)] = notifier }
             do {
                 try notifier.schedule(in: loop ?? BackgroundLoop.shared.loop, forMode: .default)
             } catch {
@@ -465,7 +465,7 @@ public final class PortNameServer: Sendable {
         let reply = try request(NameServerProtocol.MessageID.release, [NameServerField(F.name, name)], what: "RELEASE \(name)")
         switch reply.errorWord {
         case nil where !reply.isError:
-            state.withLock { _ = $0.kept.removeValue(forKey: name) }
+            state.withLockAnnotated { _ = $0.kept.removeValue(forKey: name) }
             return .released
         case .notOwner: return .notOwner
         default: throw reply.unexpected(for: "RELEASE")
@@ -528,7 +528,7 @@ public final class PortNameServer: Sendable {
         switch try resolve(name, wait: wait) {
         case .found(let right, _):
             // A right this replaces in the cache stays with its holders.
-            if cached { state.withLock { $0.cache[name] = right } }
+            if cached { state.withLockAnnotated { $0.cache[name] = right } }
             return right
         case .notFound, .timedOut:
             return nil
@@ -537,12 +537,12 @@ public final class PortNameServer: Sendable {
 
     /// Drops the cached right for `name`, if any (holders of it keep it).
     public func forget(_ name: String) {
-        _ = state.withLock { $0.cache.removeValue(forKey: name) }
+        _ = state.withLockAnnotated { $0.cache.removeValue(forKey: name) }
     }
 
     /// The cached right for `name` when its connection has not hung up.
     private func cachedRight(_ name: String) -> SendRight? {
-        guard let right = state.withLock({ $0.cache[name] }) else { return nil }
+        guard let right = state.withLockAnnotated({ $0.cache[name] }) else { return nil }
         if right.isValid,
             let ready = try? right.withDescriptor({ (fd) throws(SystemCallError) in
                 try Poll.wait(fd, for: .readHangUp, timeout: .zero)
@@ -551,7 +551,7 @@ public final class PortNameServer: Sendable {
         {
             return right
         }
-        state.withLock { s in
+        state.withLockAnnotated { s in
             if s.cache[name] === right { s.cache[name] = nil }
         }
         return nil  // its holders, if any, find it hung up

@@ -21,12 +21,12 @@ package protocol RunLoopItem: AnyObject, Sendable {
 }
 
 extension RunLoopItem {
-    var isAttachedAndValid: Bool { attachment.withLock { $0.isValid } }
+    var isAttachedAndValid: Bool { attachment.withLockAnnotated { $0.isValid } }
 
     /// Binds the item to `loop`; false when it is invalid. Traps when it
     /// already belongs to another loop (a programmer error, as in CF).
     package func bind(to loop: PCRunLoop) -> Bool {
-        attachment.withLock { a in
+        attachment.withLockAnnotated { a in
             guard a.isValid else { return false }
             if let existing = a.loop {
                 precondition(existing === loop, "\(Self.self) already belongs to another run loop")
@@ -40,7 +40,7 @@ extension RunLoopItem {
     /// Marks the item invalid; returns the loop it was in, if any, exactly
     /// once (a second call returns nil and `wasValid` false).
     package func markInvalid() -> (wasValid: Bool, loop: PCRunLoop?) {
-        attachment.withLock { a in
+        attachment.withLockAnnotated { a in
             let was = a.isValid
             a.isValid = false
             let l = a.loop

@@ -187,7 +187,7 @@ extension PCRunLoop {
             let id = ObjectIdentifier(s)
             guard ms.customSources[id] == nil else { return }
             ms.customSources[id] = s
-            if s.pendingSignal.withLock({ p in defer { p = false }; return p }) { signalled[id] = s }
+            if s.pendingSignal.withLockAnnotated({ p in defer { p = false }; return p }) { signalled[id] = s }
             if let schedule = s.scheduleCallback {
                 let mode = ms.mode
                 schedules.append { schedule(self, mode) }

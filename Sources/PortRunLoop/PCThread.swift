@@ -82,7 +82,7 @@ public final class PCThread: @unchecked Sendable {
         let start = ThreadStart(body)
         SystemThread.startDetached(pcThreadMain, argument: Unmanaged.passRetained(start).toOpaque())
         start.ready.wait()
-        return start.handle.withLock { $0! }
+        return start.handle.withLockAnnotated { $0! }
     }
 }
 
@@ -99,7 +99,7 @@ private final class ThreadStart: Sendable {
 private func pcThreadMain(_ arg: UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? {
     let start = Unmanaged<ThreadStart>.fromOpaque(arg!).takeRetainedValue()
     let me = PCThread.current
-    start.handle.withLock { $0 = me }
+    start.handle.withLockAnnotated { $0 = me }
     start.ready.signal()
     start.body()
     return nil

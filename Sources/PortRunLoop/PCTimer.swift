@@ -63,13 +63,13 @@ public final class PCTimer: RunLoopItem, @unchecked Sendable {
     /// date. Safe from any thread; wakes the loop so it sleeps for the new date.
     public var fireDate: MonotonicInstant {
         get {
-            if let loop = attachment.withLock({ $0.loop }) {
+            if let loop = attachment.withLockAnnotated({ $0.loop }) {
                 return loop.withStateLock { scheduledFireDate }
             }
             return scheduledFireDate
         }
         set {
-            guard let loop = attachment.withLock({ $0.loop }) else {
+            guard let loop = attachment.withLockAnnotated({ $0.loop }) else {
                 scheduledFireDate = newValue
                 return
             }

@@ -53,7 +53,7 @@ public final class PortSource: RunLoopItem, @unchecked Sendable {
     /// invalidated. The descriptor stays open until `body` returns, even if
     /// another thread invalidates the source meanwhile. Safe from any thread.
     package func withDescriptor<R: ~Copyable, E: Error>(_ body: (borrowing OwnedDescriptor) throws(E) -> R) throws(E) -> R? {
-        guard let shared = held.withLock({ $0 }) else { return nil }
+        guard let shared = held.withLockAnnotated({ $0 }) else { return nil }
         return try body(shared.descriptor)
     }
 
@@ -64,7 +64,7 @@ public final class PortSource: RunLoopItem, @unchecked Sendable {
         let (was, loop) = markInvalid()
         guard was else { return }
         loop?.removeEverywhere(self)
-        let released = held.withLock { h in
+        let released = held.withLockAnnotated { h in
             defer { h = nil }
             return h
         }

@@ -27,11 +27,11 @@ public final class ManualClock: RunLoopClock {
         current = Mutex(start)
     }
 
-    public func now() -> MonotonicInstant { current.withLock { $0 } }
+    public func now() -> MonotonicInstant { current.withLockAnnotated { $0 } }
 
     /// Moves the clock forward by `d`.
-    public func advance(by d: Duration) { current.withLock { $0 = $0 + d } }
+    public func advance(by d: Duration) { current.withLockAnnotated { $0 = $0 + d } }
 
     /// Sets the clock to `instant`.
-    public func set(_ instant: MonotonicInstant) { current.withLock { $0 = instant } }
+    public func set(_ instant: MonotonicInstant) { current.withLockAnnotated { $0 = instant } }
 }

@@ -45,9 +45,9 @@ public final class RunLoopSource: RunLoopItem, @unchecked Sendable {
 
     /// Marks the source ready to perform. Safe from any thread.
     public func signal() {
-        let loop: PCRunLoop? = attachment.withLock { a in
+        let loop: PCRunLoop? = attachment.withLockAnnotated { a in
             guard a.isValid else { return nil }
-            if a.loop == nil { pendingSignal.withLock { $0 = true } }
+            if a.loop == nil { pendingSignal.withLockAnnotated { $0 = true } }
             return a.loop
         }
         loop?.markSignalled(self)

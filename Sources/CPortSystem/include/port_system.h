@@ -96,4 +96,10 @@ int port_errno(void);
 int _dispatch_get_main_queue_handle_4CF(void);
 void _dispatch_main_queue_callback_4CF(void *msg);
 
+/* ThreadSanitizer's annotations (compiler-rt's tsan_interface.h): referenced
+ * only by code compiled with PORTD_TSAN, which scripts/test defines in its
+ * ThreadSanitizer build, where the runtime that defines them is linked in. */
+void __tsan_acquire(void *addr);
+void __tsan_release(void *addr);
+
 #endif
