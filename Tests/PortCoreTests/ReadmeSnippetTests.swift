@@ -1,7 +1,9 @@
 // The README's Swift snippets, compiled here verbatim (each between the
 // BEGIN/END README markers of a function below, indented, imports left out:
 // this file imports what they do) and checked to be the README's text, so
-// the two cannot drift; the snippet that needs no running portd is run too.
+// the two cannot drift; the snippet that needs no running portd is run too,
+// and what it printed by the time it returned is checked, as a program made
+// of it would show it before exiting.
 
 import Foundation
 import PortCore
@@ -14,12 +16,10 @@ enum ReadmeSnippets {
     /// the global function), so that nothing reaches the test process's
     /// standard output, which other tests capture.
     static let printed = Mutex<[String]>([])
-    static let printedPong = DispatchSemaphore(value: 0)
 
     static func print(_ items: Any..., separator: String = " ", terminator: String = "\n") {
         let line = items.map { "\($0)" }.joined(separator: separator)
         printed.withLock { $0.append(line) }
-        if line == "pong" { printedPong.signal() }
     }
 
     /// The name-server snippet (needs a running portd: compiled, not run).
@@ -50,13 +50,15 @@ enum ReadmeSnippets {
 
         // CFMessagePortSendRequest: the reply is awaited in a private run-loop mode
         // (or the one `replyMode:` names), here from another thread than the
-        // port's, as it would be across processes; the port's loop serves it.
+        // port's, as it would be across processes; the port's loop serves it
+        // until that thread, done, stops it (CFRunLoopStop).
         Thread.detachNewThread {
             if case .reply(let answer)? = try? right.request(PCPortMessage(msgid: 2), receiveTimeout: .seconds(1)) {
                 print(answer.components.first?.string ?? "")   // "pong"
             }
+            loop.stop()
         }
-        loop.runInMode(.default, timeout: .seconds(1), returnAfterSourceHandled: true)
+        loop.runInMode(.default, timeout: .seconds(10))      // returns .stopped once "pong" is printed
         // END README
     }
 }
@@ -112,26 +114,39 @@ enum ReadmeSnippets {
     @Test func thePortSnippetRuns() throws {
         // On a thread of its own: the snippet leaves its port in that
         // thread's loop, which must not be a shared executor thread's.
+        ReadmeSnippets.printed.withLock { $0 = [] }
         let done = DispatchSemaphore(value: 0)
-        let failure = LockedError()
+        let run = SnippetRun()
         let thread = Thread {
-            do { try ReadmeSnippets.portAndRequest() } catch { failure.set(error) }
+            do { try ReadmeSnippets.portAndRequest() } catch { run.set(error) }
+            // What the snippet printed by the time it returned: a program
+            // made of it exits here, and what a thread of it prints later
+            // is lost.
+            let printed = ReadmeSnippets.printed.withLock { $0 }
+            run.setPrinted(printed)
             done.signal()
         }
         thread.start()
         #expect(done.wait(timeout: .now() + 20) == .success)
-        #expect(failure.get() == nil)
-        // The request made from another thread got its reply.
-        #expect(ReadmeSnippets.printedPong.wait(timeout: .now() + 20) == .success)
-        #expect(ReadmeSnippets.printed.withLock { $0.first?.hasPrefix("1 hello pid=") } == true)
+        #expect(run.get() == nil)
+        // The port's handler printed the message and the request, and the
+        // thread that made the request printed the reply, all before the
+        // snippet's last run returned.
+        let printed = run.printed()
+        let pid = "pid=\(getpid()) uid=\(getuid()) gid=\(getgid())"
+        #expect(printed == ["1 hello \(pid)", "2  \(pid)", "pong"])
     }
 }
 
-/// An error one thread reports to another.
-final class LockedError: @unchecked Sendable {
-    // Safe to share: `error` is accessed with `lock` held.
+/// How a run of a snippet on another thread ended: the error it threw, and
+/// what it had printed when it returned.
+final class SnippetRun: @unchecked Sendable {
+    // Safe to share: `error` and `lines` are accessed with `lock` held.
     private let lock = NSLock()
     private var error: (any Error)?
+    private var lines: [String] = []
     func set(_ e: any Error) { lock.withLock { error = e } }
     func get() -> (any Error)? { lock.withLock { error } }
+    func setPrinted(_ l: [String]) { lock.withLock { lines = l } }
+    func printed() -> [String] { lock.withLock { lines } }
 }
