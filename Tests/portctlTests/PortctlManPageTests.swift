@@ -36,6 +36,26 @@ import Testing
         }
     }
 
+    /// What `portctl VERB --help` says of an option: its lines, joined.
+    static func optionHelp(_ verb: String, _ option: String) throws -> String {
+        let help = try runPortctl([verb, "--help"]).standardOutput
+        let lines = help.components(separatedBy: "OPTIONS:").last!.split(separator: "\n")
+        guard let first = lines.firstIndex(where: { $0.hasPrefix("  \(option) ") }) else { return "" }
+        let rest = lines[(first + 1)...].prefix { $0.hasPrefix("      ") }
+        return ([lines[first]] + rest).map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " ")
+    }
+
+    /// --allow-replacement says what becomes of each verb when its name is
+    /// taken, as the page's "Ownership options" does.
+    @Test func allowReplacementIsDescribedForEachVerb() throws {
+        let listen = try Self.optionHelp("listen", "--allow-replacement")
+        let register = try Self.optionHelp("register", "--allow-replacement")
+        #expect(listen.contains("listen then handles what already arrived and exits with status 74"), "\(listen)")
+        #expect(register.contains("COMMAND then keeps running"), "\(register)")
+        #expect(!register.contains("74") && !register.contains("listen"), "\(register)")
+        #expect(Self.page.contains("command keeps running with the connections it has"))
+    }
+
     /// The keys of a JSON object's text, in order (no key or string value
     /// of status's contains `":`).
     static func jsonKeys(_ line: Substring) throws -> [String] {
