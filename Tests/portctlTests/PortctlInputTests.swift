@@ -84,6 +84,31 @@ import PortTestSupport
         }
     }
 
+    /// A negative number is the numeric option's value, refused by the
+    /// option's own check (not "Missing value for '--timeout'": the parser
+    /// read `-1` as an option), with the verb's usage and status 64.
+    @Test func aNegativeNumberIsTheOptionsValueAndRefused() throws {
+        let cases: [([String], String, String)] = [
+            (["status", "--timeout", "-1"], "--timeout '-1': give a number of seconds greater than 0", "status"),
+            (["--timeout", "-1", "status"], "--timeout '-1': give a number of seconds greater than 0", "status"),
+            (["send", "svc", "--msgid", "1", "--timeout", "-2.5"], "--timeout '-2.5': give a number", "send"),
+            (["listen", "svc", "--count", "-1"], "--count must be at least 1", "listen"),
+            (["checkin", "svc", "--count", "-1"], "--count must be at least 1", "checkin"),
+            (["watch", "--count", "-1"], "--count must be at least 1", "watch"),
+            (["monitor", "--count", "-1"], "--count must be at least 1", "monitor"),
+            (["listen", "svc", "--max-bytes", "-1"], "--max-bytes must be 0 or more", "listen"),
+            (["monitor", "--max-bytes", "-1"], "--max-bytes must be 0 or more", "monitor"),
+            (["request", "svc", "--msgid", "1", "--max-bytes", "-1"], "--max-bytes must be 0 or more", "request"),
+        ]
+        for (arguments, message, verb) in cases {
+            let r = try runPortctl(arguments)
+            #expect(r.status == 64, "\(arguments)")
+            #expect(r.standardError.contains(message), "\(arguments): \(r.standardError)")
+            #expect(!r.standardError.contains("Missing value"), "\(arguments): \(r.standardError)")
+            #expect(r.standardError.contains("Usage: portctl \(verb)"), "\(arguments): \(r.standardError)")
+        }
+    }
+
     /// With --json, errors are JSON objects on standard error, usage errors too.
     @Test func errorsAreJSONWithJSON() throws {
         let missing = try runPortctl(["status", "--json", "--socket", "/nonexistent/portd.sock"])
