@@ -109,6 +109,27 @@ import PortTestSupport
         }
     }
 
+    /// `portctl help COMMAND` is COMMAND's help; an unknown COMMAND is a
+    /// usage error, not portctl's help and status 0.
+    @Test func helpOfAnUnknownCommandIsAUsageError() throws {
+        for arguments in [["help", "nosuch"], ["--user", "help", "nosuch"], ["help", "status", "extra"]] {
+            let r = try runPortctl(arguments)
+            #expect(r.status == 64, "\(arguments)")
+            #expect(r.standardOutput.isEmpty, "\(arguments): \(r.standardOutput)")
+            #expect(r.standardError.contains("unknown command '\(arguments.drop { $0 != "help" }.dropFirst().joined(separator: " "))'"),
+                    "\(arguments): \(r.standardError)")
+        }
+        let json = try runPortctl(["--json", "help", "nosuch"])
+        #expect(json.status == 64)
+        #expect(json.standardError.hasPrefix(#"{"error":"usage","status":64,"message":"unknown command 'nosuch'"#), "\(json.standardError)")
+        let known = try runPortctl(["help", "status"])
+        #expect(known.status == 0)
+        #expect(known.standardOutput.contains("USAGE: portctl status"), "\(known.standardOutput)")
+        let bare = try runPortctl(["help"])
+        #expect(bare.status == 0)
+        #expect(bare.standardOutput.contains("SUBCOMMANDS:"), "\(bare.standardOutput)")
+    }
+
     /// With --json, errors are JSON objects on standard error, usage errors too.
     @Test func errorsAreJSONWithJSON() throws {
         let missing = try runPortctl(["status", "--json", "--socket", "/nonexistent/portd.sock"])
