@@ -61,14 +61,57 @@ enum ReadmeSnippets {
         loop.runInMode(.default, timeout: .seconds(10))      // returns .stopped once "pong" is printed
         // END README
     }
+
+    /// The calls the README names, spelled out (needs a running portd:
+    /// compiled, not run).
+    static func spelledOut() throws {
+        // BEGIN README
+        // The check-in handshake (Apple's listings 3-17 to 3-19), both halves.
+        let loop = PCRunLoop.current
+        let server = PCPort()
+        try server.schedule(in: loop, forMode: .default)
+        let checkIns = CheckInServer(loop: loop, onCheckIn: { worker in
+            print("checked in:", worker.name ?? "", worker.credentials as Any)   // worker.port: a right to the worker's port
+        })
+        checkIns.serve(server)                                 // the server's port hands check-ins to it
+        let toServer = try server.makeSendRight()
+        let worker = PCPort { _ in nil }
+        try worker.schedule(in: loop, forMode: .default)
+        _ = try toServer.checkIn(workerPort: worker, name: "w1")
+        try toServer.onInvalidation(in: loop, forMode: .default) { print("the server's port is gone") }
+        loop.runInMode(.default, before: MonotonicInstant.now() + .seconds(1), returnAfterSourceHandled: true)
+
+        // Messages as an AsyncSequence, served by the background loop.
+        let inbox = PCPort()
+        let messages = try inbox.messages()
+        Task { for await message in messages { print(message.msgid) } }
+
+        // A client of portd of your own, its loss, and reconnection.
+        final class Reconnection: PortNameServerDelegate {          // called on the loop's thread
+            var outcomes: [String: ReregistrationOutcome] = [:]
+            func nameServerDidLoseConnection(_ server: PortNameServer) { outcomes = [:] }   // the names are gone meanwhile
+            func nameServer(_ server: PortNameServer, didReconnectWith names: [String: ReregistrationOutcome]) { outcomes = names }
+        }
+        let names = try PortNameServer()
+        try names.onConnectionLoss(in: loop, forMode: .default) { print("portd went away: the names are gone") }
+        let delegate = Reconnection()                          // held weakly by the client: keep it
+        try names.reconnectAutomatically(in: loop, delegate: delegate)
+        // END README
+    }
 }
 
 @Suite struct ReadmeSnippetTests {
     private static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent()
 
-    /// The ```swift blocks of README.md, without their import lines.
+    /// The ```swift blocks of README.md, without their import lines, but
+    /// the package manifests (see `theManifestSnippetNamesThisPackagesLibrary`).
     private static func readmeBlocks() throws -> [String] {
+        try allReadmeBlocks().filter { !$0.hasPrefix("// swift-tools-version") }
+    }
+
+    /// The ```swift blocks of README.md, without their import lines.
+    private static func allReadmeBlocks() throws -> [String] {
         let text = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
         var blocks: [String] = []
         var current: [String]?
@@ -109,6 +152,24 @@ enum ReadmeSnippets {
         let compiled = try Self.compiledBlocks()
         #expect(readme.count == compiled.count)
         for (r, c) in zip(readme, compiled) { #expect(r == c) }
+    }
+
+    /// The manifest of a package that uses PortCore: a manifest cannot be
+    /// compiled here, so this checks what went wrong for users: the
+    /// product is this package's library, and the `package:` it is taken
+    /// from is the identity of the dependency, the last component of its
+    /// path, not the manifest's `name:`.
+    @Test func theManifestSnippetNamesThisPackagesLibrary() throws {
+        let manifests = try Self.allReadmeBlocks().filter { $0.hasPrefix("// swift-tools-version") }
+        #expect(manifests.count == 1)
+        let ownManifest = try String(contentsOf: Self.root.appendingPathComponent("Package.swift"), encoding: .utf8)
+        for manifest in manifests {
+            let path = try #require(manifest.firstMatch(of: /\.package\(path: "([^"]+)"\)/)?.1)
+            let product = try #require(manifest.firstMatch(of: /\.product\(name: "([^"]+)", package: "([^"]+)"\)/))
+            #expect(product.2 == path.split(separator: "/").last!)
+            #expect(ownManifest.contains(".library(name: \"\(product.1)\""))
+            #expect(manifest.hasPrefix(ownManifest.prefix { $0 != "\n" }))  // the same tools version
+        }
     }
 
     @Test func thePortSnippetRuns() throws {
