@@ -11,8 +11,8 @@ import PortSystem
 import Synchronization
 
 public final class PCTimer: RunLoopItem, @unchecked Sendable {
-    // Safe to share: `attachment` is a Mutex; `action`, `interval` and
-    // `tolerance` are immutable; `scheduledFireDate`, `sequence`,
+    // Safe to share: `attachment` is a Mutex; `action` and `interval` are
+    // immutable; `scheduledFireDate`, `scheduledTolerance`, `sequence`,
     // `heapGeneration` and `isFiring` are read and written only with the lock
     // of the loop the timer is attached to held (before attachment, only by
     // the thread that creates the timer).
@@ -20,9 +20,8 @@ public final class PCTimer: RunLoopItem, @unchecked Sendable {
     package let action: (PCTimer) -> Void
     /// The period of a repeating timer; nil for a one-shot timer.
     public let interval: Duration?
-    /// How late the timer may fire to share a wake-up with others.
-    public let tolerance: Duration
     var scheduledFireDate: MonotonicInstant
+    var scheduledTolerance: Duration
     var sequence: UInt64 = 0
     var heapGeneration: UInt64 = 0
     var isFiring = false
@@ -37,7 +36,7 @@ public final class PCTimer: RunLoopItem, @unchecked Sendable {
         precondition(tolerance >= .zero, "tolerance must not be negative")
         self.scheduledFireDate = fireAt
         self.interval = interval
-        self.tolerance = tolerance
+        self.scheduledTolerance = tolerance
         self.action = action
     }
 
@@ -74,6 +73,33 @@ public final class PCTimer: RunLoopItem, @unchecked Sendable {
                 return
             }
             loop.reschedule(self, at: newValue)
+        }
+    }
+
+    /// How late the timer may fire to share a wake-up with others
+    /// (`-[NSTimer tolerance]`): it fires in [fireDate, fireDate +
+    /// tolerance], never before its fire date. Setting it
+    /// (`-[NSTimer setTolerance:]`, `CFRunLoopTimerSetTolerance`) applies
+    /// from the loop's next sleep, in every mode the timer is in. Not
+    /// negative. Safe from any thread; wakes the loop so it sleeps for the
+    /// new window.
+    public var tolerance: Duration {
+        get {
+            if let loop = attachment.withLock({ $0.loop }) {
+                return loop.withStateLock { scheduledTolerance }
+            }
+            return scheduledTolerance
+        }
+        set {
+            precondition(newValue >= .zero, "tolerance must not be negative")
+            guard let loop = attachment.withLock({ $0.loop }) else {
+                scheduledTolerance = newValue
+                return
+            }
+            loop.withStateLock {
+                scheduledTolerance = newValue
+                loop.wakeIfSleeping()
+            }
         }
     }
 

@@ -75,7 +75,7 @@ package struct TimerHeap {
     /// bound found so far (sd-event's coalescing window, without a scan).
     package mutating func wakeDeadline() -> MonotonicInstant? {
         guard let top = peekLive() else { return nil }
-        var best = top.fireDate + top.timer.tolerance
+        var best = top.fireDate + top.timer.scheduledTolerance
         // Usually no other entry starts before the first one's window ends
         // (a zero tolerance, or one timer): then that window is the answer,
         // without the walk and its stack.
@@ -86,7 +86,7 @@ package struct TimerHeap {
             let e = entries[i]
             if e.fireDate >= best { continue }
             if isLive(e) {
-                let end = e.fireDate + e.timer.tolerance
+                let end = e.fireDate + e.timer.scheduledTolerance
                 if end < best { best = end }
             }
             let l = 2 * i + 1

@@ -45,9 +45,11 @@ struct ConnectionOptions: ParsableArguments {
     var instance: DaemonInstance?
 
     // Any text is the option's value, judged by check(): a bad one is then
-    // reported with the verb's usage line, not the root command's.
+    // reported with the verb's usage line, not the root command's. Parsed
+    // unconditionally, so a negative number (`--timeout -1`) is that value
+    // too and gets check()'s message, not "Missing value".
     @Option(
-        name: .customLong("timeout"),
+        name: .customLong("timeout"), parsing: .unconditional,
         help: ArgumentHelp("Seconds to wait before giving up; the default depends on the verb (5 s, or no bound for listen, watch, monitor, wait and register: see its help).", valueName: "seconds"))
     var timeoutArgument: Seconds?
 

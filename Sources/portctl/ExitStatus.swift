@@ -26,7 +26,8 @@ enum ExitStatus: Int32, CaseIterable {
     case timedOut = 75
     /// portd answered something portctl does not understand (EX_PROTOCOL).
     case protocolError = 76
-    /// The socket, its directory or the request was refused (EX_NOPERM).
+    /// The socket, its directory or the request was refused, or the
+    /// directory of the /tmp fallback is not private (EX_NOPERM).
     case permissionDenied = 77
 
     var meaning: String {

@@ -40,13 +40,15 @@ struct Failure: Error {
         let status: ExitStatus =
             switch error {
             case .notRunning, .notPortd: .notRunning
-            case .permissionDenied, .denied: .permissionDenied
+            // An untrusted /tmp/portd-$UID is refused as a directory closed
+            // to us is (portctl(1), EXIT STATUS 77).
+            case .permissionDenied, .denied, .untrustedDirectory: .permissionDenied
             case .invalidName: .usage
             case .timedOut: .timedOut
             case .connectionLost: .portInvalid
             case .watchOverflow: .timedOut
             case .badRequest, .protocolError, .unsupportedVersion: .protocolError
-            case .untrustedDirectory, .limit, .daemonFailure: .failure
+            case .limit, .daemonFailure: .failure
             case .transport(let e):
                 if case .invalidated = e { .portInvalid } else { .failure }
             }

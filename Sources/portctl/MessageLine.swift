@@ -21,7 +21,10 @@
 //     --max-bytes (request) as `--opt VALUE` or `--opt=VALUE`, where a
 //     separate VALUE must not begin with `-` (swift-argument-parser's
 //     root command would read `-q` or `--json` there as its own, whatever
-//     option precedes it); flags --wait, --raw (request), --user, --system,
+//     option precedes it; and a negative --timeout or --max-bytes, which
+//     swift-argument-parser takes as the value, its parsing being
+//     `.unconditional`, is refused by the same checks as here, with their
+//     message); flags --wait, --raw (request), --user, --system,
 //     --json, --quiet, -q;
 //   - `--`, after which everything is the name or `-`.
 // nil for: any other option (--help, -h, --version, a completion request,

@@ -3,13 +3,33 @@
 // with --declared, CHECKIN of a port declared in portd.conf (launchd's
 // check-in). A taken name queues us unless --no-queue: portctl then waits
 // for the name (up to --timeout when given) and says so on standard error.
+// What becomes of us when a --replace takes the name differs by verb
+// (listen exits 74, register's command keeps running), so the group is
+// generic over the verb, whose --help says its own case (portctl(1),
+// "Ownership options").
 
 import ArgumentParser
 import PortCore
 import Synchronization
 
-struct OwnershipOptions: ParsableArguments {
-    @Flag(help: "Let a later --replace take the name from us (listen then exits with status 74).")
+/// A verb that takes a name with OwnershipOptions: what its --help says of
+/// --allow-replacement.
+protocol OwnershipVerb {
+    static var allowReplacementHelp: String { get }
+}
+
+enum ListenOwnership: OwnershipVerb {
+    static let allowReplacementHelp =
+        "Let a later --replace take the name from us: listen then handles what already arrived and exits with status 74."
+}
+
+enum RegisterOwnership: OwnershipVerb {
+    static let allowReplacementHelp =
+        "Let a later --replace take the name from us: COMMAND then keeps running with the connections it has; new ones go to the new owner."
+}
+
+struct OwnershipOptions<Verb: OwnershipVerb>: ParsableArguments {
+    @Flag(help: ArgumentHelp(Verb.allowReplacementHelp))
     var allowReplacement = false
 
     @Flag(name: .customLong("replace"), help: "Take the name from an owner that allows replacement.")

@@ -23,7 +23,8 @@ struct PortctlCommand: ParsableCommand {
 
             The socket is, first match wins: --socket PATH; $PORTD_SOCKET; \
             \(DaemonPaths.systemSocket) with --system; $XDG_RUNTIME_DIR/portd/portd.sock; \
-            /tmp/portd-$UID/portd.sock.
+            /tmp/portd-$UID/portd.sock, used only when /tmp/portd-$UID is a directory of yours \
+            closed to others (mode 700; otherwise status 77).
 
             \(ExitStatus.helpText)
             """,

@@ -6,7 +6,7 @@
 import ArgumentParser
 
 struct ServeOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("Exit (status 0) after N messages.", valueName: "n"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Exit (status 0) after N messages.", valueName: "n"))
     var count: Int?
 
     @Option(
@@ -16,7 +16,7 @@ struct ServeOptions: ParsableArguments {
             valueName: "command"))
     var exec: String?
 
-    @Option(help: MessageRendering.maxBytesHelp)
+    @Option(parsing: .unconditional, help: MessageRendering.maxBytesHelp)
     var maxBytes: Int?
 
     func validate() throws {

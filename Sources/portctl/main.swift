@@ -18,6 +18,8 @@ if let call = MessageLine.parse(CommandLine.arguments.dropFirst()) {
     CurrentProcess.exit(call.runReporting())
 }
 do {
+    // `help UNKNOWN` is a usage error (swift-argument-parser prints the root's help).
+    if let problem = HelpTopic.problem(CommandLine.arguments.dropFirst()) { throw ValidationError(problem) }
     var command = try PortctlCommand.parseAsRoot()
     try command.run()
 } catch {

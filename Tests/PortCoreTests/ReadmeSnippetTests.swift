@@ -1,7 +1,9 @@
 // The README's Swift snippets, compiled here verbatim (each between the
 // BEGIN/END README markers of a function below, indented, imports left out:
 // this file imports what they do) and checked to be the README's text, so
-// the two cannot drift; the snippet that needs no running portd is run too.
+// the two cannot drift; the snippet that needs no running portd is run too,
+// and what it printed by the time it returned is checked, as a program made
+// of it would show it before exiting.
 
 import Foundation
 import PortCore
@@ -14,12 +16,10 @@ enum ReadmeSnippets {
     /// the global function), so that nothing reaches the test process's
     /// standard output, which other tests capture.
     static let printed = Mutex<[String]>([])
-    static let printedPong = DispatchSemaphore(value: 0)
 
     static func print(_ items: Any..., separator: String = " ", terminator: String = "\n") {
         let line = items.map { "\($0)" }.joined(separator: separator)
         printed.withLock { $0.append(line) }
-        if line == "pong" { printedPong.signal() }
     }
 
     /// The name-server snippet (needs a running portd: compiled, not run).
@@ -50,13 +50,52 @@ enum ReadmeSnippets {
 
         // CFMessagePortSendRequest: the reply is awaited in a private run-loop mode
         // (or the one `replyMode:` names), here from another thread than the
-        // port's, as it would be across processes; the port's loop serves it.
+        // port's, as it would be across processes; the port's loop serves it
+        // until that thread, done, stops it (CFRunLoopStop).
         Thread.detachNewThread {
             if case .reply(let answer)? = try? right.request(PCPortMessage(msgid: 2), receiveTimeout: .seconds(1)) {
                 print(answer.components.first?.string ?? "")   // "pong"
             }
+            loop.stop()
         }
-        loop.runInMode(.default, timeout: .seconds(1), returnAfterSourceHandled: true)
+        loop.runInMode(.default, timeout: .seconds(10))      // returns .stopped once "pong" is printed
+        // END README
+    }
+
+    /// The calls the README names, spelled out (needs a running portd:
+    /// compiled, not run).
+    static func spelledOut() throws {
+        // BEGIN README
+        // The check-in handshake (Apple's listings 3-17 to 3-19), both halves.
+        let loop = PCRunLoop.current
+        let server = PCPort()
+        try server.schedule(in: loop, forMode: .default)
+        let checkIns = CheckInServer(loop: loop, onCheckIn: { worker in
+            print("checked in:", worker.name ?? "", worker.credentials as Any)   // worker.port: a right to the worker's port
+        })
+        checkIns.serve(server)                                 // the server's port hands check-ins to it
+        let toServer = try server.makeSendRight()
+        let worker = PCPort { _ in nil }
+        try worker.schedule(in: loop, forMode: .default)
+        _ = try toServer.checkIn(workerPort: worker, name: "w1")
+        try toServer.onInvalidation(in: loop, forMode: .default) { print("the server's port is gone") }
+        loop.runInMode(.default, before: MonotonicInstant.now() + .seconds(1), returnAfterSourceHandled: true)
+
+        // Messages as an AsyncSequence, served by the background loop.
+        let inbox = PCPort()
+        let messages = try inbox.messages()
+        Task { for await message in messages { print(message.msgid) } }
+
+        // A client of portd of your own, its loss, and reconnection.
+        final class Reconnection: PortNameServerDelegate {          // called on the loop's thread
+            var outcomes: [String: ReregistrationOutcome] = [:]
+            func nameServerDidLoseConnection(_ server: PortNameServer) { outcomes = [:] }   // the names are gone meanwhile
+            func nameServer(_ server: PortNameServer, didReconnectWith names: [String: ReregistrationOutcome]) { outcomes = names }
+        }
+        let names = try PortNameServer()
+        try names.onConnectionLoss(in: loop, forMode: .default) { print("portd went away: the names are gone") }
+        let delegate = Reconnection()                          // held weakly by the client: keep it
+        try names.reconnectAutomatically(in: loop, delegate: delegate)
         // END README
     }
 }
@@ -65,8 +104,14 @@ enum ReadmeSnippets {
     private static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent()
 
-    /// The ```swift blocks of README.md, without their import lines.
+    /// The ```swift blocks of README.md, without their import lines, but
+    /// the package manifests (see `theManifestSnippetNamesThisPackagesLibrary`).
     private static func readmeBlocks() throws -> [String] {
+        try allReadmeBlocks().filter { !$0.hasPrefix("// swift-tools-version") }
+    }
+
+    /// The ```swift blocks of README.md, without their import lines.
+    private static func allReadmeBlocks() throws -> [String] {
         let text = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
         var blocks: [String] = []
         var current: [String]?
@@ -109,29 +154,60 @@ enum ReadmeSnippets {
         for (r, c) in zip(readme, compiled) { #expect(r == c) }
     }
 
+    /// The manifest of a package that uses PortCore: a manifest cannot be
+    /// compiled here, so this checks what went wrong for users: the
+    /// product is this package's library, and the `package:` it is taken
+    /// from is the identity of the dependency, the last component of its
+    /// path, not the manifest's `name:`.
+    @Test func theManifestSnippetNamesThisPackagesLibrary() throws {
+        let manifests = try Self.allReadmeBlocks().filter { $0.hasPrefix("// swift-tools-version") }
+        #expect(manifests.count == 1)
+        let ownManifest = try String(contentsOf: Self.root.appendingPathComponent("Package.swift"), encoding: .utf8)
+        for manifest in manifests {
+            let path = try #require(manifest.firstMatch(of: /\.package\(path: "([^"]+)"\)/)?.1)
+            let product = try #require(manifest.firstMatch(of: /\.product\(name: "([^"]+)", package: "([^"]+)"\)/))
+            #expect(product.2 == path.split(separator: "/").last!)
+            #expect(ownManifest.contains(".library(name: \"\(product.1)\""))
+            #expect(manifest.hasPrefix(ownManifest.prefix { $0 != "\n" }))  // the same tools version
+        }
+    }
+
     @Test func thePortSnippetRuns() throws {
         // On a thread of its own: the snippet leaves its port in that
         // thread's loop, which must not be a shared executor thread's.
+        ReadmeSnippets.printed.withLock { $0 = [] }
         let done = DispatchSemaphore(value: 0)
-        let failure = LockedError()
+        let run = SnippetRun()
         let thread = Thread {
-            do { try ReadmeSnippets.portAndRequest() } catch { failure.set(error) }
+            do { try ReadmeSnippets.portAndRequest() } catch { run.set(error) }
+            // What the snippet printed by the time it returned: a program
+            // made of it exits here, and what a thread of it prints later
+            // is lost.
+            let printed = ReadmeSnippets.printed.withLock { $0 }
+            run.setPrinted(printed)
             done.signal()
         }
         thread.start()
         #expect(done.wait(timeout: .now() + 20) == .success)
-        #expect(failure.get() == nil)
-        // The request made from another thread got its reply.
-        #expect(ReadmeSnippets.printedPong.wait(timeout: .now() + 20) == .success)
-        #expect(ReadmeSnippets.printed.withLock { $0.first?.hasPrefix("1 hello pid=") } == true)
+        #expect(run.get() == nil)
+        // The port's handler printed the message and the request, and the
+        // thread that made the request printed the reply, all before the
+        // snippet's last run returned.
+        let printed = run.printed()
+        let pid = "pid=\(getpid()) uid=\(getuid()) gid=\(getgid())"
+        #expect(printed == ["1 hello \(pid)", "2  \(pid)", "pong"])
     }
 }
 
-/// An error one thread reports to another.
-final class LockedError: @unchecked Sendable {
-    // Safe to share: `error` is accessed with `lock` held.
+/// How a run of a snippet on another thread ended: the error it threw, and
+/// what it had printed when it returned.
+final class SnippetRun: @unchecked Sendable {
+    // Safe to share: `error` and `lines` are accessed with `lock` held.
     private let lock = NSLock()
     private var error: (any Error)?
+    private var lines: [String] = []
     func set(_ e: any Error) { lock.withLock { error = e } }
     func get() -> (any Error)? { lock.withLock { error } }
+    func setPrinted(_ l: [String]) { lock.withLock { lines = l } }
+    func printed() -> [String] { lock.withLock { lines } }
 }

@@ -131,6 +131,28 @@ import PortTestSupport
         #expect(heap.popDue(now: base + .milliseconds(35)) == nil)
     }
 
+    @Test func aChangedToleranceMovesTheWakeDeadline() {
+        // -[NSTimer setTolerance:]: set before and after the timer is in a
+        // loop, read back, and the window the loop sleeps to follows it.
+        let base = MonotonicInstant(nanoseconds: 1_000_000_000)
+        let a = PCTimer(fireAt: base + .milliseconds(10)) { _ in }
+        a.tolerance = .milliseconds(5)
+        #expect(a.tolerance == .milliseconds(5))
+        var heap = TimerHeap()
+        a.sequence = 1
+        heap.push(a)
+        #expect(heap.wakeDeadline() == base + .milliseconds(15))
+        a.tolerance = .milliseconds(40)
+        #expect(heap.wakeDeadline() == base + .milliseconds(50))
+        withManualLoop { loop, clock in
+            let t = PCTimer(fireAt: clock.now() + .seconds(1)) { _ in }
+            loop.add(t, forMode: .default)
+            t.tolerance = .milliseconds(250)
+            #expect(t.tolerance == .milliseconds(250))
+            t.invalidate()
+        }
+    }
+
     @Test func timerWithToleranceFiresInsideItsWindowOnTheRealClock() {
         let lateness = Mutex<Duration?>(nil)
         LoopThread.run { loop in

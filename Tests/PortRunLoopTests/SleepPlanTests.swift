@@ -72,12 +72,14 @@ import PortTestSupport
     /// to do), then, at the next pass's .beforeWaiting, another thread
     /// applies `change` while the loop waits for it.
     private static func changeFromAnotherThreadBeforeTheSleep(
+        setUp: @escaping @Sendable (PCRunLoop) -> Void = { _ in },
         _ change: @escaping @Sendable (PCRunLoop) -> Void
     ) throws -> (PCRunLoop.RunResult, [String]) {
         let fd = try ReadyFD()
         let r = Recorder()
         let result = Mutex<PCRunLoop.RunResult?>(nil)
         LoopThread.run { loop in
+            setUp(loop)
             try! loop.add(PortSource(sharing: fd.fd) { _ in
                 fd.drain()
                 r.add("port")
@@ -114,6 +116,26 @@ import PortTestSupport
         }
         #expect(result == .stopped)
         #expect(fired.withLock { $0 })
+        #expect(events == ["port", "change"])
+    }
+
+    @Test func aToleranceNarrowedFromAnotherThreadJustBeforeTheSleepIsSleptFor() throws {
+        // Due in 200 ms, but allowed to wait an hour: a plan made before the
+        // change sleeps to the run's 5 s deadline. (Were it due before the
+        // sleep, it would stop the run before the change: events would say.)
+        let timer = Mutex<PCTimer?>(nil)
+        let (result, events) = try Self.changeFromAnotherThreadBeforeTheSleep(setUp: { loop in
+            let t = PCTimer(fireAt: loop.clock.now() + .milliseconds(200), tolerance: .seconds(3600)) { _ in
+                PCRunLoop.current.stop()
+            }
+            loop.add(t, forMode: .default)
+            timer.withLock { $0 = t }
+        }) { _ in
+            let t = timer.withLock { $0 }!
+            t.tolerance = .zero
+            #expect(t.tolerance == .zero)
+        }
+        #expect(result == .stopped)
         #expect(events == ["port", "change"])
     }
 

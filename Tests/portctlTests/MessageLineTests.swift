@@ -70,6 +70,27 @@ import PortTestSupport
         #expect(Self.argumentParser(line) != nil)
     }
 
+    /// A negative --timeout or --max-bytes: the fast path leaves the line
+    /// alone, and swift-argument-parser takes the number as the value
+    /// (`.unconditional`) and refuses it with the check both parsers share.
+    @Test func negativeNumbersAreLeftToArgumentParserWhichRefusesThem() {
+        let lines: [([String], String)] = [
+            (["send", "svc", "--msgid", "1", "--timeout", "-1"], ConnectionValues.problem(socket: nil, timeout: "-1")!),
+            (["--timeout", "-1", "request", "svc", "--msgid", "1"], ConnectionValues.problem(socket: nil, timeout: "-1")!),
+            (["request", "svc", "--msgid", "1", "--max-bytes", "-1"], MessageRendering.problem(maxBytes: -1)!),
+        ]
+        for (line, problem) in lines {
+            #expect(MessageLine.parse(line) == nil, "\(line)")
+            #expect(Self.argumentParser(line) == nil, "\(line)")
+            do {
+                _ = try PortctlCommand.parseAsRoot(line)
+                Issue.record("\(line): accepted")
+            } catch {
+                #expect(PortctlCommand.message(for: error) == problem, "\(line)")
+            }
+        }
+    }
+
     /// Lines written out: each option in each spelling, values at the
     /// edges, and what the fast path must leave alone.
     static let corpus: [[String]] = {

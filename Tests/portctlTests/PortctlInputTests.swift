@@ -84,6 +84,52 @@ import PortTestSupport
         }
     }
 
+    /// A negative number is the numeric option's value, refused by the
+    /// option's own check (not "Missing value for '--timeout'": the parser
+    /// read `-1` as an option), with the verb's usage and status 64.
+    @Test func aNegativeNumberIsTheOptionsValueAndRefused() throws {
+        let cases: [([String], String, String)] = [
+            (["status", "--timeout", "-1"], "--timeout '-1': give a number of seconds greater than 0", "status"),
+            (["--timeout", "-1", "status"], "--timeout '-1': give a number of seconds greater than 0", "status"),
+            (["send", "svc", "--msgid", "1", "--timeout", "-2.5"], "--timeout '-2.5': give a number", "send"),
+            (["listen", "svc", "--count", "-1"], "--count must be at least 1", "listen"),
+            (["checkin", "svc", "--count", "-1"], "--count must be at least 1", "checkin"),
+            (["watch", "--count", "-1"], "--count must be at least 1", "watch"),
+            (["monitor", "--count", "-1"], "--count must be at least 1", "monitor"),
+            (["listen", "svc", "--max-bytes", "-1"], "--max-bytes must be 0 or more", "listen"),
+            (["monitor", "--max-bytes", "-1"], "--max-bytes must be 0 or more", "monitor"),
+            (["request", "svc", "--msgid", "1", "--max-bytes", "-1"], "--max-bytes must be 0 or more", "request"),
+        ]
+        for (arguments, message, verb) in cases {
+            let r = try runPortctl(arguments)
+            #expect(r.status == 64, "\(arguments)")
+            #expect(r.standardError.contains(message), "\(arguments): \(r.standardError)")
+            #expect(!r.standardError.contains("Missing value"), "\(arguments): \(r.standardError)")
+            #expect(r.standardError.contains("Usage: portctl \(verb)"), "\(arguments): \(r.standardError)")
+        }
+    }
+
+    /// `portctl help COMMAND` is COMMAND's help; an unknown COMMAND is a
+    /// usage error, not portctl's help and status 0.
+    @Test func helpOfAnUnknownCommandIsAUsageError() throws {
+        for arguments in [["help", "nosuch"], ["--user", "help", "nosuch"], ["help", "status", "extra"]] {
+            let r = try runPortctl(arguments)
+            #expect(r.status == 64, "\(arguments)")
+            #expect(r.standardOutput.isEmpty, "\(arguments): \(r.standardOutput)")
+            #expect(r.standardError.contains("unknown command '\(arguments.drop { $0 != "help" }.dropFirst().joined(separator: " "))'"),
+                    "\(arguments): \(r.standardError)")
+        }
+        let json = try runPortctl(["--json", "help", "nosuch"])
+        #expect(json.status == 64)
+        #expect(json.standardError.hasPrefix(#"{"error":"usage","status":64,"message":"unknown command 'nosuch'"#), "\(json.standardError)")
+        let known = try runPortctl(["help", "status"])
+        #expect(known.status == 0)
+        #expect(known.standardOutput.contains("USAGE: portctl status"), "\(known.standardOutput)")
+        let bare = try runPortctl(["help"])
+        #expect(bare.status == 0)
+        #expect(bare.standardOutput.contains("SUBCOMMANDS:"), "\(bare.standardOutput)")
+    }
+
     /// With --json, errors are JSON objects on standard error, usage errors too.
     @Test func errorsAreJSONWithJSON() throws {
         let missing = try runPortctl(["status", "--json", "--socket", "/nonexistent/portd.sock"])

@@ -1,8 +1,9 @@
 // PortctlManPageTests: man/portctl.1 against `portctl --help`: every
 // subcommand has its entry, every long option a verb's help lists is
 // described (as `Fl -option`), and the exit statuses of the page are the
-// ones --help prints, which come from ExitStatus. (mandoc's lint runs in
-// scripts/lint-man.)
+// ones --help prints, which come from ExitStatus; and `portctl status`
+// prints the fields the README's sample and the page list. (mandoc's lint
+// runs in scripts/lint-man.)
 
 import Foundation
 import PortTestSupport
@@ -33,6 +34,60 @@ import Testing
         for name in names {
             #expect(Self.page.contains("Fl -\(name)"), "portctl \(verb) --\(name) is not in portctl(1)")
         }
+    }
+
+    /// What `portctl VERB --help` says of an option: its lines, joined.
+    static func optionHelp(_ verb: String, _ option: String) throws -> String {
+        let help = try runPortctl([verb, "--help"]).standardOutput
+        let lines = help.components(separatedBy: "OPTIONS:").last!.split(separator: "\n")
+        guard let first = lines.firstIndex(where: { $0.hasPrefix("  \(option) ") }) else { return "" }
+        let rest = lines[(first + 1)...].prefix { $0.hasPrefix("      ") }
+        return ([lines[first]] + rest).map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " ")
+    }
+
+    /// --allow-replacement says what becomes of each verb when its name is
+    /// taken, as the page's "Ownership options" does.
+    @Test func allowReplacementIsDescribedForEachVerb() throws {
+        let listen = try Self.optionHelp("listen", "--allow-replacement")
+        let register = try Self.optionHelp("register", "--allow-replacement")
+        #expect(listen.contains("listen then handles what already arrived and exits with status 74"), "\(listen)")
+        #expect(register.contains("COMMAND then keeps running"), "\(register)")
+        #expect(!register.contains("74") && !register.contains("listen"), "\(register)")
+        #expect(Self.page.contains("command keeps running with the connections it has"))
+    }
+
+    /// The keys of a JSON object's text, in order (no key or string value
+    /// of status's contains `":`).
+    static func jsonKeys(_ line: Substring) throws -> [String] {
+        let regex = try NSRegularExpression(pattern: #""([a-z_]+)":"#)
+        let text = String(line)
+        return regex.matches(in: text, range: NSRange(text.startIndex..., in: text)).map {
+            String(text[Range($0.range(at: 1), in: text)!])
+        }
+    }
+
+    @Test func statusPrintsTheFieldsTheReadmeAndThePageList() throws {
+        let d = try DaemonProcess.started()
+        let text = try d.portctl(["status"])
+        let json = try d.portctl(["status", "--json"])
+        #expect(text.status == 0 && json.status == 0, "\(text.standardError)\(json.standardError)")
+        let labels = text.standardOutput.split(separator: "\n").map { String($0.prefix { $0 != ":" }) }
+        let keys = try Self.jsonKeys(json.standardOutput.split(separator: "\n").first ?? "")
+        #expect(labels.contains("protocol") && keys.contains("protocol"))
+
+        // The README's sample: the lines after `portctl status` up to the
+        // next command, and the line after `portctl status --json`.
+        let readme = try String(contentsOfFile: SourceTree.path("README.md"), encoding: .utf8)
+        let lines = readme.split(separator: "\n")
+        let start = try #require(lines.firstIndex(of: "$ .build/debug/portctl status"))
+        let sample = lines[(start + 1)...].prefix { !$0.hasPrefix("$ ") }
+        #expect(sample.map { String($0.prefix { $0 != ":" }) } == labels)
+        let jsonStart = try #require(lines.firstIndex(of: "$ .build/debug/portctl status --json"))
+        #expect(try Self.jsonKeys(lines[jsonStart + 1]) == keys)
+
+        // portctl(1)'s entry for status names every JSON member.
+        let entry = Self.page.components(separatedBy: ".It Cm status\n").last!.components(separatedBy: ".It Cm wait").first!
+        for key in keys { #expect(entry.contains(".Li \(key)"), "portctl(1) status does not list \(key)") }
     }
 
     @Test func exitStatusesMatchTheHelp() throws {

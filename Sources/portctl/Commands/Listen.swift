@@ -35,7 +35,7 @@ struct Listen: ParsableCommand {
     @OptionGroup var serve: ServeOptions
     @Flag(help: "Let processes of our uid, and root, see the messages with portctl monitor.")
     var monitorable = false
-    @OptionGroup var ownership: OwnershipOptions
+    @OptionGroup var ownership: OwnershipOptions<ListenOwnership>
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var output: OutputOptions
 

@@ -42,9 +42,9 @@ struct Monitor: ParsableCommand {
 
     @Argument(help: "The names to monitor (owner changes of every name, and no messages, when omitted).")
     var names: [String] = []
-    @Option(help: ArgumentHelp("Exit (status 0) after N records (owner changes and messages).", valueName: "n"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Exit (status 0) after N records (owner changes and messages).", valueName: "n"))
     var count: Int?
-    @Option(help: MessageRendering.maxBytesHelp)
+    @Option(parsing: .unconditional, help: MessageRendering.maxBytesHelp)
     var maxBytes: Int?
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var output: OutputOptions

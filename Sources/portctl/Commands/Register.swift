@@ -33,7 +33,7 @@ struct Register: ParsableCommand {
     )
 
     @Argument(help: "The name to hold.") var name: String
-    @OptionGroup var ownership: OwnershipOptions
+    @OptionGroup var ownership: OwnershipOptions<RegisterOwnership>
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var output: OutputOptions
 

@@ -32,7 +32,7 @@ struct Request: ParsableCommand {
     @Flag(help: "Write the reply's data components to standard output as they are, concatenated.")
     var raw = false
 
-    @Option(help: MessageRendering.maxBytesHelp)
+    @Option(parsing: .unconditional, help: MessageRendering.maxBytesHelp)
     var maxBytes: Int?
 
     func validate() throws {

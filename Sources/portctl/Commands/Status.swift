@@ -1,5 +1,6 @@
-// Status: `portctl status`: portd's version, pid, uptime and counters
-// (STATUS), as aligned text or one JSON object. No daemon → 69 and the
+// Status: `portctl status`: portd's version, pid, uptime, counters and
+// protocol version (STATUS), as aligned text or one JSON object; fields
+// portctl does not know come last, as text. No daemon → 69 and the
 // other statuses of Failure(NameServerError).
 
 import ArgumentParser
@@ -8,7 +9,7 @@ import PortCore
 struct Status: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "status",
-        abstract: "Show whether portd runs: version, pid, uptime and counters.",
+        abstract: "Show whether portd runs: version, pid, uptime, counters and protocol version.",
         discussion: ExitStatus.verbHelpText
     )
 

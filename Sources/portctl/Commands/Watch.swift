@@ -23,7 +23,7 @@ struct Watch: ParsableCommand {
     )
 
     @Argument(help: "The name to watch (every name when omitted).") var name: String?
-    @Option(help: ArgumentHelp("Exit (status 0) after N changes.", valueName: "n"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Exit (status 0) after N changes.", valueName: "n"))
     var count: Int?
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var output: OutputOptions

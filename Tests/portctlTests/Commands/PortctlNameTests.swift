@@ -287,6 +287,38 @@ import PortTestSupport
         }
     }
 
+    /// The per-user fallback /tmp/portd-$UID is used only when private
+    /// (portctl(1), ENVIRONMENT); open to others, it is refused with 77.
+    /// As a uid of the test's own, so that its /tmp/portd-$UID is the
+    /// test's: no one else's portd lives there.
+    @Test func aFallbackDirectoryOpenToOthersExits77() throws {
+        try #require(getuid() == 0, "this test drops privileges with setpriv: run as root")
+        let uid = 3_000_000_000 + UInt32(getpid())
+        let dir = "/tmp/portd-\(uid)"
+        rmdir(dir)
+        try #require(mkdir(dir, 0o755) == 0 && chown(dir, uid, uid) == 0 && chmod(dir, 0o755) == 0)
+        defer { rmdir(dir) }
+        func status(_ extra: [String] = []) throws -> (code: Int32, standardError: String) {
+            let child = try ChildProcess(
+                executable: "/usr/bin/setpriv",
+                arguments: ["--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", try Binaries.portctl, "status"] + extra,
+                environment: ChildProcess.cleanEnvironment())
+            return (try child.waitForExit(), child.standardError)
+        }
+        let open = try status()
+        #expect(open.code == 77)
+        #expect(open.standardError.contains("\(dir) is not a private directory (mode 755 lets others in; it must be 700)"),
+                "\(open.standardError)")
+        let json = try status(["--json"])
+        #expect(json.code == 77)
+        #expect(json.standardError.hasPrefix(#"{"error":"permission-denied","status":77,"#), "\(json.standardError)")
+        // A socket named by --socket is not judged by its directory.
+        #expect(try status(["--socket", "\(dir)/portd.sock"]).code == 69)
+        // Private, the directory passes: no daemon there.
+        try #require(chmod(dir, 0o700) == 0)
+        #expect(try status().code == 69)
+    }
+
     @Test func aSocketClosedToUsExits77() throws {
         // As another user, in a directory only root may enter (mkdtemp: 0700).
         let dir = try TemporaryDirectory()
