@@ -109,9 +109,9 @@ extension NameServer {
                 fellBehind(watch)
             case .receiverGone, nil:
                 registry.unwatch(watch.id)
-                logger.notice(
+                eventLog.log(
                     "watch ended: the watcher's port is gone",
-                    metadata: ["pid": "\(watcher.credentials.pid)", "uid": "\(watcher.credentials.uid)"])
+                    ["pid": "\(watcher.credentials.pid)", "uid": "\(watcher.credentials.uid)"])
             }
         }
     }
@@ -163,7 +163,8 @@ extension NameServer {
         registry.unwatch(id)
     }
 
-    /// Sends without waiting; false (logged) when the receiver is gone or full.
+    /// Sends without waiting; false (logged, within `eventLog`'s limit) when
+    /// the receiver is gone or full.
     @discardableResult
     private func send(_ message: PCPortMessage, to right: SendRight, what: String) -> Bool {
         deliver(message, to: right, what: what) == .sent
@@ -177,13 +178,13 @@ extension NameServer {
             case .sent:
                 break
             case .timedOut:
-                logger.notice("not sent: \(what): the receiver's queue is full")
+                eventLog.log("not sent: \(what): the receiver's queue is full", [:])
             case .receiverGone:
                 logger.debug("not sent: \(what): the receiver is gone")
             }
             return outcome
         } catch {
-            logger.notice("not sent: \(what): \(error)")
+            eventLog.log("not sent: \(what): \(error)", [:])
             return nil
         }
     }

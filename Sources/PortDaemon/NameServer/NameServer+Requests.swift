@@ -137,7 +137,7 @@ extension NameServer {
             if releaseIfDeaf, ownersFile, let deaf = registry.owner(of: name),
                 case .released(let change) = registry.release(name, client: deaf.client, now: WallClock.unixMilliseconds())
             {
-                logger.info("\(name) released: its owner's port no longer listens", metadata: ["name": "\(name)"])
+                eventLog.log("\(name) released: its owner's port no longer listens", ["name": "\(name)"], level: .info)
                 apply(change, requesterSocket: nil)
             }
             return reply(.error(serial: serial, .notFound, "the owner of \(name) no longer listens on it"))
@@ -262,7 +262,7 @@ extension NameServer {
         if let refused = refusal(.checkIn(name, uids: port.checkInUIDs, gids: port.checkInGIDs), c) { return refused }
         declared.recordCheckIn(name, pid: c.sender.pid)
         activator.checkedIn(name, by: c.client)
-        logger.info("service checked in for \(name) (check-in \(port.checkIns + 1))", metadata: c.who)
+        eventLog.log("service checked in for \(name) (check-in \(port.checkIns + 1))", c.who, level: .info)
         return reply(.checkedIn(serial: c.serial, name: name.value, listening: port.listening))
     }
 }

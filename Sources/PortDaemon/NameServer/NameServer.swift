@@ -35,9 +35,13 @@
 //     (WATCH_OVERFLOW, sent once its port takes a record again);
 //   - a client that misbehaves affects only itself: a bad request gets an
 //     error reply, a malformed record closes its own connection;
-//   - every log line a client can cause (refusals, bad requests, invalid
-//     names, malformed records on the control port) goes through the
-//     RefusalLog limit, the lines left out counted.
+//   - every log line a client can cause goes through a RefusalLog limit,
+//     the lines left out counted: refusals, bad requests and invalid
+//     names through `refusalLog`; the events clients make happen (a deaf
+//     owner's name released, a watch ended, a message not sent, a
+//     check-in) through `eventLog`; malformed records on the control port
+//     through the port's LimitedLogHandler. Only debug lines, off unless
+//     asked for, are not limited.
 
 import Logging
 import PortCore
@@ -111,6 +115,8 @@ final class NameServer {
     let ownUID = CurrentProcess.userID
     var registry: Registry
     var refusalLog: RefusalLog
+    /// The limit of the lines of events clients make happen.
+    var eventLog: RefusalLog
     var deadlineTimer: (timer: PCTimer, fireAt: MonotonicInstant)?
     var counters = Counters()
     /// The kernel's word on ports clients hand portd to keep.
@@ -156,6 +162,7 @@ final class NameServer {
         self.startedAt = startedAt
         self.registry = Registry(limits: settings.limits)
         self.refusalLog = RefusalLog(logger: logger, clock: loop.clock)
+        self.eventLog = RefusalLog(logger: logger, clock: loop.clock, what: "event lines")
         let controlSocketPath = (try? UnixSocket.boundPath(controlDescriptor)).flatMap { $0 } ?? ""
         self.passedPortCheck = PassedPortCheck(
             controlSocketPath: controlSocketPath, portDirectoryPath: directory.path)
