@@ -73,6 +73,8 @@ enum LimitExceeded: Error, Equatable, Sendable, CustomStringConvertible {
     case watchesPerClient(Int)
     case clientsPerUID(uid: UInt32, limit: Int)
     case clients(Int)
+    /// The clients of uids other than the privileged ones, together.
+    case unprivilegedClients(Int)
     case descriptorsPerUID(uid: UInt32, limit: Int)
     case descriptors(Int)
 
@@ -83,6 +85,8 @@ enum LimitExceeded: Error, Equatable, Sendable, CustomStringConvertible {
         case .watchesPerClient(let n): "a client may have at most \(n) watches"
         case .clientsPerUID(let uid, let n): "uid \(uid) already has \(n) clients connected"
         case .clients(let n): "portd already serves \(n) clients"
+        case .unprivilegedClients(let n):
+            "portd already serves \(n) clients of uids other than root and its own (the rest of MaxClients= is kept for those)"
         case .descriptorsPerUID(let uid, let n):
             "uid \(uid) already has portd hold \(n) descriptors (connections, watches, registrations)"
         case .descriptors(let n): "portd already holds \(n) descriptors for its clients"
@@ -100,7 +104,8 @@ struct NameRegistryLimits: Equatable, Sendable {
     var watchesPerClient = 64
     /// Clients (connections) of one uid.
     var clientsPerUID = 256
-    /// Clients (connections) in all.
+    /// Clients (connections) in all, those of `privilegedUIDs` included;
+    /// the other uids together get `clients - privilegedClientReserve`.
     var clients = 1024
     /// Descriptors portd may hold for one uid: its connections, watches
     /// and registrations that gave portd a port to tell them later (owned
@@ -113,8 +118,17 @@ struct NameRegistryLimits: Equatable, Sendable {
     /// Descriptors portd may hold for all clients, privileged uids included:
     /// what it keeps for itself is the rest.
     var descriptorsInAll = Int.max
-    /// uids held only to `descriptorsInAll` (root, portd's own uid).
+    /// uids held only to `descriptorsInAll` (root, portd's own uid), and
+    /// to `clients` without the reserve below.
     var privilegedUIDs: Set<UInt32> = []
+
+    /// Of `clients`, the connections kept for `privilegedUIDs`: an eighth,
+    /// at least one while `clients` is 2 or more, none without privileged
+    /// uids. So uids that fill every connection they may (ClientsPerUID=
+    /// each) never lock root out.
+    var privilegedClientReserve: Int {
+        privilegedUIDs.isEmpty ? 0 : min(clients - 1, max(1, clients / 8))
+    }
 }
 
 struct NameRegistry<Handles: NameRegistryHandles> {
@@ -438,10 +452,18 @@ struct NameRegistry<Handles: NameRegistryHandles> {
     // MARK: Clients
 
     /// Admits `client` (a new connection of `uid`) unless its uid has
-    /// `clientsPerUID` clients already. Admitting a known client does nothing.
+    /// `clientsPerUID` clients already, portd has `clients`, or, for a uid
+    /// that is not privileged, the other uids have all but the privileged
+    /// reserve. Admitting a known client does nothing.
     mutating func admit(_ client: ClientID, uid: UInt32) -> LimitExceeded? {
         if clients[client] != nil { return nil }
         if clients.count >= limits.clients { return .clients(limits.clients) }
+        if !limits.privilegedUIDs.contains(uid) {
+            var privileged = 0
+            for p in limits.privilegedUIDs { privileged += clientsByUID[p, default: 0] }
+            let pool = limits.clients - limits.privilegedClientReserve
+            if clients.count - privileged >= pool { return .unprivilegedClients(pool) }
+        }
         let count = clientsByUID[uid, default: 0]
         if count >= limits.clientsPerUID { return .clientsPerUID(uid: uid, limit: limits.clientsPerUID) }
         if let exceeded = descriptorQuota(uid: uid) { return exceeded }

@@ -541,6 +541,32 @@ private func change(_ outcome: Registry.RegisterOutcome) -> OwnerChange? {
         #expect(r.admit(3, uid: 9) == nil)
         #expect(LimitExceeded.clients(2).description == "portd already serves 2 clients")
     }
+
+    @Test func anEighthOfTheClientsIsKeptForPrivilegedUIDs() {
+        var r = Registry(limits: NameRegistryLimits(clientsPerUID: 100, clients: 16, privilegedUIDs: [0, 5]))
+        #expect(r.limits.privilegedClientReserve == 2)
+        for c in 1...7 { #expect(r.admit(ClientID(c), uid: 7) == nil) }
+        for c in 8...14 { #expect(r.admit(ClientID(c), uid: 8) == nil) }
+        #expect(r.admit(15, uid: 9) == LimitExceeded.unprivilegedClients(14), "the other uids have all but the reserve")
+        #expect(r.admit(15, uid: 0) == nil, "root takes the reserve")
+        #expect(r.admit(16, uid: 5) == nil, "so does portd's own uid")
+        #expect(r.admit(17, uid: 0) == LimitExceeded.clients(16), "MaxClients still bounds everyone")
+        _ = r.removeClient(15, now: 0)
+        #expect(r.admit(17, uid: 9) == LimitExceeded.unprivilegedClients(14), "a privileged client's place is not the others'")
+        _ = r.removeClient(1, now: 0)
+        #expect(r.admit(17, uid: 9) == nil)
+        // Privileged clients beyond the reserve take places of the pool:
+        // what is left of MaxClients= is then the bound.
+        var p = Registry(limits: NameRegistryLimits(clientsPerUID: 100, clients: 16, privilegedUIDs: [0]))
+        for c in 1...10 { #expect(p.admit(ClientID(c), uid: 0) == nil) }
+        for c in 11...16 { #expect(p.admit(ClientID(c), uid: 7) == nil) }
+        #expect(p.admit(17, uid: 7) == LimitExceeded.clients(16))
+        // The reserve at the smallest limits.
+        #expect(NameRegistryLimits(clients: 1, privilegedUIDs: [0]).privilegedClientReserve == 0)
+        #expect(NameRegistryLimits(clients: 2, privilegedUIDs: [0]).privilegedClientReserve == 1)
+        #expect(NameRegistryLimits(clients: 1024, privilegedUIDs: [0]).privilegedClientReserve == 128)
+        #expect(NameRegistryLimits(clients: 1024).privilegedClientReserve == 0, "no privileged uids, no reserve")
+    }
 }
 
 private extension NameRegistry.RegisterOutcome {
