@@ -29,7 +29,7 @@ struct RefusalLog {
     private let what: String
     private var window: (start: MonotonicInstant, logged: Int, suppressed: Int)
 
-    init(logger: Logger, clock: any RunLoopClock, burst: Int = RefusalLog.burst, what: String = "refusals") {
+    init(logger: Logger, clock: any RunLoopClock, burst: Int = RefusalLog.burst, what: String = "refusal lines") {
         self.logger = logger
         self.clock = clock
         self.burst = burst

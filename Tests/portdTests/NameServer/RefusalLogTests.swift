@@ -21,7 +21,7 @@ import PortCore
         clock.advance(by: .milliseconds(1))
         log.log("refused 6", [:])
         #expect(capture.all.count == 5)
-        #expect(capture.all[3].contains("3 more refusals were not logged (at most 3 a second)"))
+        #expect(capture.all[3].contains("3 more refusal lines were not logged (at most 3 a second)"))
         #expect(capture.all[4].contains("refused 6"))
         clock.advance(by: .seconds(5))
         log.log("refused 7", [:])
