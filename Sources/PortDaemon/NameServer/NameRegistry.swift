@@ -183,14 +183,50 @@ struct NameRegistry<Handles: NameRegistryHandles> {
         let kind: Kind
         let old: Ownership?
         let new: Ownership?
-        /// The watches to tell, in the order they were made.
-        let watchers: [Watch]
+        /// The watches to tell (`WatcherIDs`): those of every name and those
+        /// of this name, as they were at the change. O(1) to take, whatever
+        /// their number: the name server tells them over later passes.
+        let watchers: WatcherIDs
         /// Lookups that were waiting for the name: `new` answers them.
         let answeredLookups: [PendingLookup]
 
         /// The change as NAME_OWNER_CHANGED reports it.
         var reported: NameOwnerChange {
             NameOwnerChange(name: name.value, event: .known(kind), oldOwner: old?.process, newOwner: new?.process)
+        }
+    }
+
+    /// The watches told of one change, in the order they were made (ids
+    /// grow): two sorted arrays shared with the registry until it changes
+    /// them (copy on write), so taking them costs nothing per watch.
+    struct WatcherIDs: Equatable, Sendable {
+        let ofAllNames: [WatchID]
+        let ofTheName: [WatchID]
+
+        var count: Int { ofAllNames.count + ofTheName.count }
+        var isEmpty: Bool { count == 0 }
+
+        /// The id after `position` in the order the watches were made (a
+        /// merge of the two arrays; a position is an index into each, (0, 0)
+        /// first), and the position after it; nil after the last.
+        func next(after position: (Int, Int)) -> (id: WatchID, position: (Int, Int))? {
+            let (i, j) = position
+            if i < ofAllNames.count, j >= ofTheName.count || ofAllNames[i] < ofTheName[j] {
+                return (ofAllNames[i], (i + 1, j))
+            }
+            if j < ofTheName.count { return (ofTheName[j], (i, j + 1)) }
+            return nil
+        }
+
+        /// Every id, in the order the watches were made.
+        var all: [WatchID] {
+            var ids: [WatchID] = []
+            var position = (0, 0)
+            while let (id, next) = next(after: position) {
+                ids.append(id)
+                position = next
+            }
+            return ids
         }
     }
 
@@ -262,8 +298,10 @@ struct NameRegistry<Handles: NameRegistryHandles> {
     private var sortedNames: [PortName] = []
     private var clients: [ClientID: Client] = [:]
     private var clientsByUID: [UInt32: Int] = [:]
-    private var watchesOfAllNames: Set<WatchID> = []
-    private var watchesByName: [PortName: Set<WatchID>] = [:]
+    /// Sorted: ids grow, so a new watch goes at the end.
+    private var watchesOfAllNames: [WatchID] = []
+    /// Each sorted likewise.
+    private var watchesByName: [PortName: [WatchID]] = [:]
     private var watches: [WatchID: Watch] = [:]
     private var lookups: [LookupID: PendingLookup] = [:]
     private var lookupsByName: [PortName: [LookupID]] = [:]
@@ -301,7 +339,12 @@ struct NameRegistry<Handles: NameRegistryHandles> {
         fitted(&entries)
         fitted(&clients)
         fitted(&clientsByUID)
-        fitted(&watchesOfAllNames)
+        if watchesOfAllNames.capacity > 64, watchesOfAllNames.count * 4 < watchesOfAllNames.capacity {
+            var fresh: [WatchID] = []
+            fresh.reserveCapacity(watchesOfAllNames.count)
+            fresh.append(contentsOf: watchesOfAllNames)
+            watchesOfAllNames = fresh
+        }
         fitted(&watchesByName)
         fitted(&watches)
         fitted(&lookups)
@@ -488,10 +531,16 @@ struct NameRegistry<Handles: NameRegistryHandles> {
         guard let record = clients.removeValue(forKey: client) else { return ClientRemoval() }
         if let n = clientsByUID[record.uid] { clientsByUID[record.uid] = n > 1 ? n - 1 : nil }
         var removal = ClientRemoval()
+        // The client's watches of every name leave their array in one pass
+        // when they are many (each removal alone moves the array's tail).
+        let inOnePass = record.watches.count > 64
+        var leavingAllNames = false
         for id in record.watches.sorted() {
-            dropWatch(id)
+            if inOnePass, watches[id]?.name == nil { leavingAllNames = true }
+            dropWatch(id, keepingAllNamesEntry: inOnePass)
             removal.watches.append(id)
         }
+        if leavingAllNames { watchesOfAllNames.removeAll { record.watches.contains($0) } }
         for id in record.lookups.sorted() {
             if let lookup = dropLookup(id) { removal.lookups.append(lookup) }
         }
@@ -638,13 +687,16 @@ struct NameRegistry<Handles: NameRegistryHandles> {
 
     /// A LOOKUP of `name` by `client`: found, or not found, or, with a
     /// deadline and a handle for its answer, waiting for the name until then.
+    /// `answersQueued`: lookups of the client that were answered but whose
+    /// answers are not sent yet; they count as waiting.
     mutating func lookUp(
-        _ name: PortName, client: ClientID, waitUntil waiting: (deadline: MonotonicInstant, handle: Handles.Lookup)?
+        _ name: PortName, client: ClientID, waitUntil waiting: (deadline: MonotonicInstant, handle: Handles.Lookup)?,
+        answersQueued: Int = 0
     ) -> LookupOutcome {
         if let owner = entries[name]?.owner { return .found(owner) }
         guard let waiting else { return .notFound }
         guard var record = clients[client] else { preconditionFailure("admit client \(client) first") }
-        if record.lookups.count >= limits.pendingLookupsPerClient {
+        if record.lookups.count + answersQueued >= limits.pendingLookupsPerClient {
             return .limit(.pendingLookupsPerClient(limits.pendingLookupsPerClient))
         }
         let lookup = PendingLookup(
@@ -667,7 +719,9 @@ struct NameRegistry<Handles: NameRegistryHandles> {
     }
 
     private mutating func takeLookups(waitingFor name: PortName) -> [PendingLookup] {
-        guard let ids = lookupsByName[name] else { return [] }
+        // The name's list goes at once: dropping its lookups one by one
+        // removed each from it, quadratic in the lookups waiting.
+        guard let ids = lookupsByName.removeValue(forKey: name) else { return [] }
         return ids.compactMap { dropLookup($0) }
     }
 
@@ -695,9 +749,9 @@ struct NameRegistry<Handles: NameRegistryHandles> {
         clients[client] = record
         watches[id] = Watch(id: id, client: client, name: name, handle: handle)
         if let name {
-            watchesByName[name, default: []].insert(id)
+            watchesByName[name, default: []].append(id)
         } else {
-            watchesOfAllNames.insert(id)
+            watchesOfAllNames.append(id)
         }
         return .success(id)
     }
@@ -709,17 +763,32 @@ struct NameRegistry<Handles: NameRegistryHandles> {
         clients[watch.client]?.watches.remove(id)
     }
 
-    private mutating func dropWatch(_ id: WatchID) {
-        guard let name = watches.removeValue(forKey: id)?.name else {
-            watchesOfAllNames.remove(id)
+    /// Ends the watch `id`; one of every name leaves `watchesOfAllNames`
+    /// unless the caller takes it out itself (`removeClient`, in one pass).
+    private mutating func dropWatch(_ id: WatchID, keepingAllNamesEntry: Bool = false) {
+        guard let watch = watches.removeValue(forKey: id) else { return }
+        guard let name = watch.name else {
+            if !keepingAllNamesEntry { Self.remove(id, from: &watchesOfAllNames) }
             return
         }
-        watchesByName[name]?.remove(id)
-        if watchesByName[name]?.isEmpty == true { watchesByName[name] = nil }
+        guard var ids = watchesByName[name] else { return }
+        Self.remove(id, from: &ids)
+        watchesByName[name] = ids.isEmpty ? nil : ids
     }
 
-    private func watchers(of name: PortName) -> [Watch] {
-        watchesOfAllNames.union(watchesByName[name] ?? []).sorted().compactMap { watches[$0] }
+    /// Removes `id` from the sorted `ids` (binary search, then one move of the tail).
+    private static func remove(_ id: WatchID, from ids: inout [WatchID]) {
+        var low = 0
+        var high = ids.count
+        while low < high {
+            let mid = (low + high) / 2
+            if ids[mid] < id { low = mid + 1 } else { high = mid }
+        }
+        if low < ids.count, ids[low] == id { ids.remove(at: low) }
+    }
+
+    private func watchers(of name: PortName) -> WatcherIDs {
+        WatcherIDs(ofAllNames: watchesOfAllNames, ofTheName: watchesByName[name] ?? [])
     }
 
     private mutating func takeID() -> UInt64 {

@@ -255,7 +255,7 @@ private func change(_ outcome: Registry.RegisterOutcome) -> OwnerChange? {
         #expect(removal.changes[1].new?.client == 2)
         #expect(removal.changes[1].new?.sinceMilliseconds == 77)
         // Only the watchers that remain are told.
-        #expect(removal.changes.allSatisfy { $0.watchers.map(\.id) == [watchOther] })
+        #expect(removal.changes.allSatisfy { $0.watchers.all == [watchOther] })
 
         #expect(r.owner(of: name("one")) == nil)
         #expect(r.owner(of: name("two"))?.client == 2)
@@ -323,13 +323,13 @@ private func change(_ outcome: Registry.RegisterOutcome) -> OwnerChange? {
             Issue.record("not registered")
             return
         }
-        #expect(later.watchers.map(\.id) == [all])
+        #expect(later.watchers.all == [all])
         #expect(later.answeredLookups.map(\.id) == [lookup.id])
         guard case .released(let released) = r.release(name("c999.n3"), client: 999, now: 0) else {
             Issue.record("not released")
             return
         }
-        #expect(released.watchers.map(\.id) == [all, one])
+        #expect(released.watchers.all == [all, one])
         // Compacting what is already compact changes nothing.
         let compacted = r.tableCapacity
         r.compact()
@@ -355,15 +355,15 @@ private func change(_ outcome: Registry.RegisterOutcome) -> OwnerChange? {
         let svc = try r.watch(name("svc"), client: 2).get()
         let other = try r.watch(name("other"), client: 2).get()
         let c = try #require(change(r.register("svc", by: 1)))
-        #expect(c.watchers.map(\.id) == [all, svc])
-        #expect(change(r.register("other", by: 1))?.watchers.map(\.id) == [all, other])
+        #expect(c.watchers.all == [all, svc])
+        #expect(change(r.register("other", by: 1))?.watchers.all == [all, other])
         r.unwatch(all)
         r.unwatch(all)  // twice is harmless
         guard case .released(let released) = r.release(name("svc"), client: 1, now: 0) else {
             Issue.record("not released")
             return
         }
-        #expect(released.watchers.map(\.id) == [svc])
+        #expect(released.watchers.all == [svc])
         #expect(r.watchCount == 2)
     }
 
@@ -461,16 +461,16 @@ private func change(_ outcome: Registry.RegisterOutcome) -> OwnerChange? {
         }
         #expect(lookup.handle == "lookup by 2")
         let c = try #require(change(r.register("svc", by: 1)))
-        #expect(c.watchers.map(\.handle) == ["watch by 3"])
+        #expect(c.watchers.all.map { r.watch($0)?.handle } == ["watch by 3"])
         #expect(c.answeredLookups.map(\.handle) == ["lookup by 2"])
         guard case .waiting = r.lookUp(name("other"), client: 2, until: at(10)) else {
             Issue.record("not waiting")
             return
         }
         #expect(r.expireLookups(now: at(10)).map(\.handle) == ["lookup by 2"])
-        #expect(r.isWatching(c.watchers[0].id))
-        r.unwatch(c.watchers[0].id)
-        #expect(!r.isWatching(c.watchers[0].id))
+        #expect(r.isWatching(c.watchers.all[0]))
+        r.unwatch(c.watchers.all[0])
+        #expect(!r.isWatching(c.watchers.all[0]))
     }
 
     @Test func aClientsGroupsGoWithIt() {
