@@ -304,7 +304,16 @@ struct NameRegistry<Handles: NameRegistryHandles> {
     private var watchesByName: [PortName: [WatchID]] = [:]
     private var watches: [WatchID: Watch] = [:]
     private var lookups: [LookupID: PendingLookup] = [:]
-    private var lookupsByName: [PortName: [LookupID]] = [:]
+    /// The lookups waiting for each name (oldest first: the smallest ids).
+    private var lookupsByName: [PortName: Set<LookupID>] = [:]
+    /// A binary min-heap of the waiting lookups' deadlines, earliest first
+    /// (ties by id): the next deadline in O(1) and each expiry in
+    /// O(log n), instead of a scan of every lookup on each LOOKUP that
+    /// waits, each change and each timer. Entries are deleted lazily: one
+    /// whose lookup ended (answered, its client gone) is dropped when it
+    /// comes to the top, and the heap is rebuilt from `lookups` when such
+    /// entries are more than half of it.
+    private var deadlines: [(deadline: MonotonicInstant, id: LookupID)] = []
     private var nextID: UInt64 = 1
 
     init(limits: Limits = Limits()) {
@@ -316,7 +325,7 @@ struct NameRegistry<Handles: NameRegistryHandles> {
     var tableCapacity: Int {
         entries.capacity + sortedNames.capacity + clients.capacity + clientsByUID.capacity
             + watchesOfAllNames.capacity + watchesByName.capacity + watches.capacity + lookups.capacity
-            + lookupsByName.capacity
+            + lookupsByName.capacity + deadlines.capacity
     }
 
     /// Gives back the storage the tables keep from when they were larger
@@ -349,6 +358,12 @@ struct NameRegistry<Handles: NameRegistryHandles> {
         fitted(&watches)
         fitted(&lookups)
         fitted(&lookupsByName)
+        if deadlines.capacity > 64, deadlines.count * 4 < deadlines.capacity {
+            var fresh: [(deadline: MonotonicInstant, id: LookupID)] = []
+            fresh.reserveCapacity(deadlines.count)
+            fresh.append(contentsOf: deadlines)
+            deadlines = fresh
+        }
         if sortedNames.capacity > 64, sortedNames.count * 4 < sortedNames.capacity {
             var fresh: [PortName] = []
             fresh.reserveCapacity(sortedNames.count)
@@ -452,14 +467,63 @@ struct NameRegistry<Handles: NameRegistryHandles> {
         if i < sortedNames.count, sortedNames[i] == name { sortedNames.remove(at: i) }
     }
 
-    /// The earliest deadline of a waiting lookup.
+    /// The earliest deadline of a waiting lookup (entries of lookups that
+    /// ended are dropped from the top of the heap on the way).
     var nextLookupDeadline: MonotonicInstant? {
-        // A loop, not `map(\.deadline).min()`: a key path into this generic
-        // type is made at run time on every call (25,000 instructions, on
-        // every REGISTER and every client that leaves).
-        var earliest: MonotonicInstant?
-        for lookup in lookups.values where earliest.map({ lookup.deadline < $0 }) ?? true { earliest = lookup.deadline }
-        return earliest
+        mutating get {
+            dropEndedDeadlines()
+            return deadlines.first?.deadline
+        }
+    }
+
+    // MARK: The deadline heap
+
+    private static func precedes(
+        _ a: (deadline: MonotonicInstant, id: LookupID), _ b: (deadline: MonotonicInstant, id: LookupID)
+    ) -> Bool {
+        a.deadline != b.deadline ? a.deadline < b.deadline : a.id < b.id
+    }
+
+    private mutating func pushDeadline(_ entry: (deadline: MonotonicInstant, id: LookupID)) {
+        deadlines.append(entry)
+        var i = deadlines.count - 1
+        while i > 0 {
+            let parent = (i - 1) / 2
+            guard Self.precedes(deadlines[i], deadlines[parent]) else { break }
+            deadlines.swapAt(i, parent)
+            i = parent
+        }
+    }
+
+    private mutating func popDeadline() {
+        let last = deadlines.removeLast()
+        guard !deadlines.isEmpty else { return }
+        deadlines[0] = last
+        siftDown(from: 0)
+    }
+
+    private mutating func siftDown(from start: Int) {
+        var i = start
+        while true {
+            let left = 2 * i + 1
+            let right = left + 1
+            var first = i
+            if left < deadlines.count, Self.precedes(deadlines[left], deadlines[first]) { first = left }
+            if right < deadlines.count, Self.precedes(deadlines[right], deadlines[first]) { first = right }
+            if first == i { return }
+            deadlines.swapAt(i, first)
+            i = first
+        }
+    }
+
+    /// Drops the entries of ended lookups from the top; rebuilds the heap
+    /// from the waiting lookups when most of it is such entries.
+    private mutating func dropEndedDeadlines() {
+        if deadlines.count > 64, deadlines.count > 2 * lookups.count {
+            deadlines = lookups.values.map { ($0.deadline, $0.id) }
+            for i in stride(from: deadlines.count / 2 - 1, through: 0, by: -1) { siftDown(from: i) }
+        }
+        while let top = deadlines.first, lookups[top.id] == nil { popDeadline() }
     }
 
     // MARK: Descriptors
@@ -704,17 +768,19 @@ struct NameRegistry<Handles: NameRegistryHandles> {
         record.lookups.insert(lookup.id)
         clients[client] = record
         lookups[lookup.id] = lookup
-        lookupsByName[name, default: []].append(lookup.id)
+        lookupsByName[name, default: []].insert(lookup.id)
+        pushDeadline((lookup.deadline, lookup.id))
         return .waiting(lookup)
     }
 
     /// Removes and returns the lookups whose deadline is at or before `now`,
     /// earliest first.
     mutating func expireLookups(now: MonotonicInstant) -> [PendingLookup] {
-        let due = lookups.values.filter { $0.deadline <= now }.sorted {
-            ($0.deadline, $0.id) < ($1.deadline, $1.id)
+        var due: [PendingLookup] = []
+        while let top = deadlines.first, top.deadline <= now {
+            popDeadline()
+            if let lookup = dropLookup(top.id) { due.append(lookup) }
         }
-        for lookup in due { _ = dropLookup(lookup.id) }
         return due
     }
 
@@ -722,15 +788,14 @@ struct NameRegistry<Handles: NameRegistryHandles> {
         // The name's list goes at once: dropping its lookups one by one
         // removed each from it, quadratic in the lookups waiting.
         guard let ids = lookupsByName.removeValue(forKey: name) else { return [] }
-        return ids.compactMap { dropLookup($0) }
+        return ids.sorted().compactMap { dropLookup($0) }
     }
 
     private mutating func dropLookup(_ id: LookupID) -> PendingLookup? {
         guard let lookup = lookups.removeValue(forKey: id) else { return nil }
         clients[lookup.client]?.lookups.remove(id)
-        if var ids = lookupsByName[lookup.name] {
-            ids.removeAll { $0 == id }
-            lookupsByName[lookup.name] = ids.isEmpty ? nil : ids
+        if lookupsByName[lookup.name]?.remove(id) != nil, lookupsByName[lookup.name]!.isEmpty {
+            lookupsByName[lookup.name] = nil
         }
         return lookup
     }

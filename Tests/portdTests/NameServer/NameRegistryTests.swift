@@ -7,6 +7,7 @@
 import Testing
 
 import PortCore
+import PortTestSupport
 @testable import PortDaemon
 
 private func name(_ s: String) -> PortName { try! PortName(validating: s) }
@@ -402,6 +403,60 @@ private func change(_ outcome: Registry.RegisterOutcome) -> OwnerChange? {
         #expect(c.answeredLookups == waiting)
         #expect(r.pendingLookupCount == 1)
         #expect(r.nextLookupDeadline == unrelated.deadline)
+    }
+
+    /// The deadline heap against the plain rule, over a seeded random run of
+    /// lookups that wait, are answered, expire and go with their clients:
+    /// the next deadline is always the earliest of those still waiting, and
+    /// an expiry returns exactly the lookups due, earliest first.
+    @Test func theNextDeadlineIsAlwaysTheEarliestOfTheLookupsWaiting() throws {
+        var limits = NameRegistryLimits()
+        limits.pendingLookupsPerClient = 1000
+        limits.clientsPerUID = 1000
+        var r = Registry(limits: limits)
+        var rng = SplitMix64(seed: 13)
+        var waiting: [LookupID: (deadline: MonotonicInstant, client: ClientID, name: PortName)] = [:]
+        var now: UInt64 = 0
+        var nextClient: ClientID = 1
+        var clients: [ClientID] = []
+        for _ in 0..<20 {
+            #expect(r.admit(nextClient, uid: 1000) == nil)
+            clients.append(nextClient)
+            nextClient += 1
+        }
+        let owner: ClientID = 1_000_000  // never one of the clients that come and go
+        #expect(r.admit(owner, uid: 1000) == nil)
+        for step in 0..<5000 {
+            switch rng.next() % 10 {
+            case 0...5:
+                let client = clients[Int(rng.next() % UInt64(clients.count))]
+                let n = name("n\(rng.next() % 20)")
+                let deadline = at(now + 1 + rng.next() % 500)
+                if case .waiting(let w) = r.lookUp(n, client: client, until: deadline) { waiting[w.id] = (deadline, client, n) }
+            case 6:
+                // A name appears: its lookups are answered; then it goes again.
+                let n = "n\(rng.next() % 20)"
+                let c = try #require(change(r.register(n, by: owner)))
+                for answered in c.answeredLookups { #expect(waiting.removeValue(forKey: answered.id) != nil) }
+                _ = r.release(name(n), client: owner, now: 0)
+            case 7:
+                let i = Int(rng.next() % UInt64(clients.count))
+                let gone = clients.remove(at: i)
+                let removal = r.removeClient(gone, now: 0)
+                for lookup in removal.lookups { #expect(waiting.removeValue(forKey: lookup.id) != nil) }
+                #expect(r.admit(nextClient, uid: 1000) == nil)
+                clients.append(nextClient)
+                nextClient += 1
+            default:
+                now += rng.next() % 100
+                let due = waiting.filter { $0.value.deadline <= at(now) }
+                    .sorted { ($0.value.deadline, $0.key) < ($1.value.deadline, $1.key) }.map(\.key)
+                #expect(r.expireLookups(now: at(now)).map(\.id) == due, "step \(step)")
+                for id in due { waiting[id] = nil }
+            }
+            #expect(r.nextLookupDeadline == waiting.values.map(\.deadline).min(), "step \(step)")
+            #expect(r.pendingLookupCount == waiting.count)
+        }
     }
 
     @Test func lookupsExpireAtTheirDeadlineEarliestFirst() throws {
