@@ -8,6 +8,12 @@
 // STATUS waited for 16 changes' worth (96,000 sends, seconds in a debug
 // build); with the waiters, for 4,000 connects and answers.
 //
+// And a uid whose changes left more than 65,536 messages to send has its
+// REGISTER refused with `limit` (root's is not): portd is stopped
+// (SIGSTOP, until /proc says so) while 11 one-way changes (6,001 watchers
+// each) and a REGISTER of that uid are queued on one connection, so they
+// are handled in one pass, before any of the fan-out goes.
+//
 // No sleep: the fan-out is started by records the test has written (or a
 // child has said it wrote) before the STATUS is sent, and its progress is
 // read from a watcher socket of the test's own, the last watch made, which
@@ -172,6 +178,72 @@ import PortTestSupport
         for _ in 0..<3 { latencies.append(try Self.statusRoundTrip(victim)) }
         #expect(latencies.max()! < Self.bound, "STATUS round trips while the lookups are answered: \(latencies)")
         try waiting.waitForStandardOutput(containing: "found \(waiters)\n")
+        #expect(try portd.stop() == 0)
+    }
+
+    @Test func aUIDWhoseChangesLeftTooMuchToSendIsRefusedAndRootIsNot() throws {
+        try #require(getuid() == 0, "this test drops privileges with setpriv: run as root")
+        let dir = try TemporaryDirectory()
+        try FileSystem.setPermissions(dir.path, 0o755)
+        let config = dir.appending("portd.conf")
+        try "[Limits]\nWatchesPerClient=8000\n[Policy]\nDefaultRegister=allow\n".write(
+            toFile: config, atomically: true, encoding: .utf8)
+        let portd = try DaemonProcess.started(
+            socket: dir.appending("portd.sock"), arguments: ["--system", "--config", config],
+            launcher: ["/usr/bin/prlimit", "--nofile=20000:20000"])
+        let holder = try Self.python(
+            """
+            import signal, sys
+            sys.path.insert(0, sys.argv[1])
+            import portd_client
+            c = portd_client.Client(sys.argv[2])
+            kept = [c.watch() for _ in range(6000)]
+            print("watching", flush=True)
+            signal.pause()
+            """, [portd.socketPath])
+        defer {
+            holder.signal(SIGKILL)
+            _ = try? holder.waitForExit()
+        }
+        try holder.waitForStandardOutput(containing: "watching\n")
+        // As root with uid 65534 as real and effective uid (the credentials
+        // portd reads: SO_PEERCRED at connect, SCM_CREDENTIALS at each
+        // send), root again (the saved uid) to stop and resume portd.
+        let changer = try Self.python(
+            """
+            import os, signal, sys
+            sys.path.insert(0, sys.argv[1])
+            import portd_client as pc
+            path, pid = sys.argv[2], int(sys.argv[3])
+            os.setresuid(65534, 65534, 0)
+            c = pc.Client(path)
+            c.hello
+            os.setresuid(0, 0, 0)
+            os.kill(pid, signal.SIGSTOP)
+            while open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] != "T":
+                os.sched_yield()
+            try:
+                os.setresuid(65534, 65534, 0)
+                for i in range(11):
+                    msgid = pc.REGISTER if i % 2 == 0 else pc.RELEASE
+                    pc.send_record(c.sock, pc.encode_fields(msgid, [("serial", 1000 + i), ("name", "org.example.flap")]))
+                refused = c.submit_register("org.example.refused")
+                os.setresuid(0, 0, 0)
+            finally:
+                os.kill(pid, signal.SIGCONT)
+            try:
+                refused.result()
+                print("registered")
+            except pc.PortdError as e:
+                print(e.error, e.message, sep="\\t", flush=True)
+            """, [portd.socketPath, "\(portd.pid)"], asRoot: true)
+        #expect(try changer.waitForExit() == 0, "\(changer.standardError)")
+        let fields = changer.standardOutput.split(separator: "\t").map(String.init)
+        #expect(fields.first == "limit", "\(changer.standardOutput)")
+        #expect(fields.dropFirst().first?.contains("still telling watchers of earlier changes of uid 65534") == true)
+        // Root is not refused.
+        let root = try NameClient(socket: portd.socketPath)
+        #expect(try root.register("org.example.root").outcome == "registered")
         #expect(try portd.stop() == 0)
     }
 
