@@ -39,9 +39,9 @@ extension NameServerSettings {
         limits = NameRegistryLimits(
             namesPerClient: c.limits.namesPerClient, pendingLookupsPerClient: c.limits.pendingLookupsPerClient,
             watchesPerClient: c.limits.watchesPerClient, clientsPerUID: c.limits.clientsPerUID,
-            clients: c.limits.maxClients)
+            clients: c.limits.maxClients, privilegedUIDs: privileged)
         if let n = CurrentProcess.descriptorLimit() {
-            limits = DescriptorBudget(limit: n).applied(to: limits, privileged: [0, daemonUID])
+            limits = DescriptorBudget(limit: n).applied(to: limits, privileged: privileged)
         }
         maximumRequestBytes = c.limits.maxRequestBytes
     }

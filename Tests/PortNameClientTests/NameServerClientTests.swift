@@ -291,13 +291,15 @@ import PortTestSupport
         #expect(try client.owner(other)?.owner.pid == getpid())
         #expect(!found.isSignalled, "the lookup still waits: nobody registered \(svc)")
         let owner = try daemon.client()
-        guard case .registered = try owner.register(svc) else {
+        // The port listens while it is kept: the lookup's answer connects to it.
+        guard case .registered(let port) = try owner.register(svc) else {
             Issue.record("not registered")
             return
         }
         #expect(found.wait())
         #expect(result.withLock { $0 }?.pid == getpid())
         #expect(try owner.daemonHello().client == result.withLock { $0 }?.client, "the owner is that very connection")
+        port.invalidate()
     }
 
     @Test func listOwnerAndStatus() throws {

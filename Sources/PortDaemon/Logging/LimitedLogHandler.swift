@@ -1,6 +1,6 @@
 // LimitedLogHandler: a log handler that passes every line through a
 // RefusalLog, so at most RefusalLog.burst lines a second reach the
-// logger underneath and the rest are counted (the count is logged with the
+// logger underneath, each at its own level, and the rest are counted (the count is logged with the
 // next second's first line). portd gives it to its control port, whose
 // lines (a malformed record closing a client's connection, accept errors)
 // a client can cause at will.
@@ -46,6 +46,6 @@ struct LimitedLogHandler: LogHandler {
         var merged = metadata
         if let own = event.metadata { merged.merge(own) { _, new in new } }
         let text = event.error.map { "\(event.message): \($0)" } ?? "\(event.message)"
-        limit.log.withLock { $0.log(text, merged) }
+        limit.log.withLock { $0.log(text, merged, level: event.level) }
     }
 }

@@ -73,6 +73,8 @@ enum LimitExceeded: Error, Equatable, Sendable, CustomStringConvertible {
     case watchesPerClient(Int)
     case clientsPerUID(uid: UInt32, limit: Int)
     case clients(Int)
+    /// The clients of uids other than the privileged ones, together.
+    case unprivilegedClients(Int)
     case descriptorsPerUID(uid: UInt32, limit: Int)
     case descriptors(Int)
 
@@ -83,6 +85,8 @@ enum LimitExceeded: Error, Equatable, Sendable, CustomStringConvertible {
         case .watchesPerClient(let n): "a client may have at most \(n) watches"
         case .clientsPerUID(let uid, let n): "uid \(uid) already has \(n) clients connected"
         case .clients(let n): "portd already serves \(n) clients"
+        case .unprivilegedClients(let n):
+            "portd already serves \(n) clients of uids other than root and its own (the rest of MaxClients= is kept for those)"
         case .descriptorsPerUID(let uid, let n):
             "uid \(uid) already has portd hold \(n) descriptors (connections, watches, registrations)"
         case .descriptors(let n): "portd already holds \(n) descriptors for its clients"
@@ -100,7 +104,8 @@ struct NameRegistryLimits: Equatable, Sendable {
     var watchesPerClient = 64
     /// Clients (connections) of one uid.
     var clientsPerUID = 256
-    /// Clients (connections) in all.
+    /// Clients (connections) in all, those of `privilegedUIDs` included;
+    /// the other uids together get `clients - privilegedClientReserve`.
     var clients = 1024
     /// Descriptors portd may hold for one uid: its connections, watches
     /// and registrations that gave portd a port to tell them later (owned
@@ -113,8 +118,17 @@ struct NameRegistryLimits: Equatable, Sendable {
     /// Descriptors portd may hold for all clients, privileged uids included:
     /// what it keeps for itself is the rest.
     var descriptorsInAll = Int.max
-    /// uids held only to `descriptorsInAll` (root, portd's own uid).
+    /// uids held only to `descriptorsInAll` (root, portd's own uid), and
+    /// to `clients` without the reserve below.
     var privilegedUIDs: Set<UInt32> = []
+
+    /// Of `clients`, the connections kept for `privilegedUIDs`: an eighth,
+    /// at least one while `clients` is 2 or more, none without privileged
+    /// uids. So uids that fill every connection they may (ClientsPerUID=
+    /// each) never lock root out.
+    var privilegedClientReserve: Int {
+        privilegedUIDs.isEmpty ? 0 : min(clients - 1, max(1, clients / 8))
+    }
 }
 
 struct NameRegistry<Handles: NameRegistryHandles> {
@@ -169,14 +183,50 @@ struct NameRegistry<Handles: NameRegistryHandles> {
         let kind: Kind
         let old: Ownership?
         let new: Ownership?
-        /// The watches to tell, in the order they were made.
-        let watchers: [Watch]
+        /// The watches to tell (`WatcherIDs`): those of every name and those
+        /// of this name, as they were at the change. O(1) to take, whatever
+        /// their number: the name server tells them over later passes.
+        let watchers: WatcherIDs
         /// Lookups that were waiting for the name: `new` answers them.
         let answeredLookups: [PendingLookup]
 
         /// The change as NAME_OWNER_CHANGED reports it.
         var reported: NameOwnerChange {
             NameOwnerChange(name: name.value, event: .known(kind), oldOwner: old?.process, newOwner: new?.process)
+        }
+    }
+
+    /// The watches told of one change, in the order they were made (ids
+    /// grow): two sorted arrays shared with the registry until it changes
+    /// them (copy on write), so taking them costs nothing per watch.
+    struct WatcherIDs: Equatable, Sendable {
+        let ofAllNames: [WatchID]
+        let ofTheName: [WatchID]
+
+        var count: Int { ofAllNames.count + ofTheName.count }
+        var isEmpty: Bool { count == 0 }
+
+        /// The id after `position` in the order the watches were made (a
+        /// merge of the two arrays; a position is an index into each, (0, 0)
+        /// first), and the position after it; nil after the last.
+        func next(after position: (Int, Int)) -> (id: WatchID, position: (Int, Int))? {
+            let (i, j) = position
+            if i < ofAllNames.count, j >= ofTheName.count || ofAllNames[i] < ofTheName[j] {
+                return (ofAllNames[i], (i + 1, j))
+            }
+            if j < ofTheName.count { return (ofTheName[j], (i, j + 1)) }
+            return nil
+        }
+
+        /// Every id, in the order the watches were made.
+        var all: [WatchID] {
+            var ids: [WatchID] = []
+            var position = (0, 0)
+            while let (id, next) = next(after: position) {
+                ids.append(id)
+                position = next
+            }
+            return ids
         }
     }
 
@@ -248,11 +298,22 @@ struct NameRegistry<Handles: NameRegistryHandles> {
     private var sortedNames: [PortName] = []
     private var clients: [ClientID: Client] = [:]
     private var clientsByUID: [UInt32: Int] = [:]
-    private var watchesOfAllNames: Set<WatchID> = []
-    private var watchesByName: [PortName: Set<WatchID>] = [:]
+    /// Sorted: ids grow, so a new watch goes at the end.
+    private var watchesOfAllNames: [WatchID] = []
+    /// Each sorted likewise.
+    private var watchesByName: [PortName: [WatchID]] = [:]
     private var watches: [WatchID: Watch] = [:]
     private var lookups: [LookupID: PendingLookup] = [:]
-    private var lookupsByName: [PortName: [LookupID]] = [:]
+    /// The lookups waiting for each name (oldest first: the smallest ids).
+    private var lookupsByName: [PortName: Set<LookupID>] = [:]
+    /// A binary min-heap of the waiting lookups' deadlines, earliest first
+    /// (ties by id): the next deadline in O(1) and each expiry in
+    /// O(log n), instead of a scan of every lookup on each LOOKUP that
+    /// waits, each change and each timer. Entries are deleted lazily: one
+    /// whose lookup ended (answered, its client gone) is dropped when it
+    /// comes to the top, and the heap is rebuilt from `lookups` when such
+    /// entries are more than half of it.
+    private var deadlines: [(deadline: MonotonicInstant, id: LookupID)] = []
     private var nextID: UInt64 = 1
 
     init(limits: Limits = Limits()) {
@@ -264,7 +325,7 @@ struct NameRegistry<Handles: NameRegistryHandles> {
     var tableCapacity: Int {
         entries.capacity + sortedNames.capacity + clients.capacity + clientsByUID.capacity
             + watchesOfAllNames.capacity + watchesByName.capacity + watches.capacity + lookups.capacity
-            + lookupsByName.capacity
+            + lookupsByName.capacity + deadlines.capacity
     }
 
     /// Gives back the storage the tables keep from when they were larger
@@ -287,11 +348,22 @@ struct NameRegistry<Handles: NameRegistryHandles> {
         fitted(&entries)
         fitted(&clients)
         fitted(&clientsByUID)
-        fitted(&watchesOfAllNames)
+        if watchesOfAllNames.capacity > 64, watchesOfAllNames.count * 4 < watchesOfAllNames.capacity {
+            var fresh: [WatchID] = []
+            fresh.reserveCapacity(watchesOfAllNames.count)
+            fresh.append(contentsOf: watchesOfAllNames)
+            watchesOfAllNames = fresh
+        }
         fitted(&watchesByName)
         fitted(&watches)
         fitted(&lookups)
         fitted(&lookupsByName)
+        if deadlines.capacity > 64, deadlines.count * 4 < deadlines.capacity {
+            var fresh: [(deadline: MonotonicInstant, id: LookupID)] = []
+            fresh.reserveCapacity(deadlines.count)
+            fresh.append(contentsOf: deadlines)
+            deadlines = fresh
+        }
         if sortedNames.capacity > 64, sortedNames.count * 4 < sortedNames.capacity {
             var fresh: [PortName] = []
             fresh.reserveCapacity(sortedNames.count)
@@ -395,14 +467,63 @@ struct NameRegistry<Handles: NameRegistryHandles> {
         if i < sortedNames.count, sortedNames[i] == name { sortedNames.remove(at: i) }
     }
 
-    /// The earliest deadline of a waiting lookup.
+    /// The earliest deadline of a waiting lookup (entries of lookups that
+    /// ended are dropped from the top of the heap on the way).
     var nextLookupDeadline: MonotonicInstant? {
-        // A loop, not `map(\.deadline).min()`: a key path into this generic
-        // type is made at run time on every call (25,000 instructions, on
-        // every REGISTER and every client that leaves).
-        var earliest: MonotonicInstant?
-        for lookup in lookups.values where earliest.map({ lookup.deadline < $0 }) ?? true { earliest = lookup.deadline }
-        return earliest
+        mutating get {
+            dropEndedDeadlines()
+            return deadlines.first?.deadline
+        }
+    }
+
+    // MARK: The deadline heap
+
+    private static func precedes(
+        _ a: (deadline: MonotonicInstant, id: LookupID), _ b: (deadline: MonotonicInstant, id: LookupID)
+    ) -> Bool {
+        a.deadline != b.deadline ? a.deadline < b.deadline : a.id < b.id
+    }
+
+    private mutating func pushDeadline(_ entry: (deadline: MonotonicInstant, id: LookupID)) {
+        deadlines.append(entry)
+        var i = deadlines.count - 1
+        while i > 0 {
+            let parent = (i - 1) / 2
+            guard Self.precedes(deadlines[i], deadlines[parent]) else { break }
+            deadlines.swapAt(i, parent)
+            i = parent
+        }
+    }
+
+    private mutating func popDeadline() {
+        let last = deadlines.removeLast()
+        guard !deadlines.isEmpty else { return }
+        deadlines[0] = last
+        siftDown(from: 0)
+    }
+
+    private mutating func siftDown(from start: Int) {
+        var i = start
+        while true {
+            let left = 2 * i + 1
+            let right = left + 1
+            var first = i
+            if left < deadlines.count, Self.precedes(deadlines[left], deadlines[first]) { first = left }
+            if right < deadlines.count, Self.precedes(deadlines[right], deadlines[first]) { first = right }
+            if first == i { return }
+            deadlines.swapAt(i, first)
+            i = first
+        }
+    }
+
+    /// Drops the entries of ended lookups from the top; rebuilds the heap
+    /// from the waiting lookups when most of it is such entries.
+    private mutating func dropEndedDeadlines() {
+        if deadlines.count > 64, deadlines.count > 2 * lookups.count {
+            deadlines = lookups.values.map { ($0.deadline, $0.id) }
+            for i in stride(from: deadlines.count / 2 - 1, through: 0, by: -1) { siftDown(from: i) }
+        }
+        while let top = deadlines.first, lookups[top.id] == nil { popDeadline() }
     }
 
     // MARK: Descriptors
@@ -438,10 +559,18 @@ struct NameRegistry<Handles: NameRegistryHandles> {
     // MARK: Clients
 
     /// Admits `client` (a new connection of `uid`) unless its uid has
-    /// `clientsPerUID` clients already. Admitting a known client does nothing.
+    /// `clientsPerUID` clients already, portd has `clients`, or, for a uid
+    /// that is not privileged, the other uids have all but the privileged
+    /// reserve. Admitting a known client does nothing.
     mutating func admit(_ client: ClientID, uid: UInt32) -> LimitExceeded? {
         if clients[client] != nil { return nil }
         if clients.count >= limits.clients { return .clients(limits.clients) }
+        if !limits.privilegedUIDs.contains(uid) {
+            var privileged = 0
+            for p in limits.privilegedUIDs { privileged += clientsByUID[p, default: 0] }
+            let pool = limits.clients - limits.privilegedClientReserve
+            if clients.count - privileged >= pool { return .unprivilegedClients(pool) }
+        }
         let count = clientsByUID[uid, default: 0]
         if count >= limits.clientsPerUID { return .clientsPerUID(uid: uid, limit: limits.clientsPerUID) }
         if let exceeded = descriptorQuota(uid: uid) { return exceeded }
@@ -466,10 +595,16 @@ struct NameRegistry<Handles: NameRegistryHandles> {
         guard let record = clients.removeValue(forKey: client) else { return ClientRemoval() }
         if let n = clientsByUID[record.uid] { clientsByUID[record.uid] = n > 1 ? n - 1 : nil }
         var removal = ClientRemoval()
+        // The client's watches of every name leave their array in one pass
+        // when they are many (each removal alone moves the array's tail).
+        let inOnePass = record.watches.count > 64
+        var leavingAllNames = false
         for id in record.watches.sorted() {
-            dropWatch(id)
+            if inOnePass, watches[id]?.name == nil { leavingAllNames = true }
+            dropWatch(id, keepingAllNamesEntry: inOnePass)
             removal.watches.append(id)
         }
+        if leavingAllNames { watchesOfAllNames.removeAll { record.watches.contains($0) } }
         for id in record.lookups.sorted() {
             if let lookup = dropLookup(id) { removal.lookups.append(lookup) }
         }
@@ -616,13 +751,16 @@ struct NameRegistry<Handles: NameRegistryHandles> {
 
     /// A LOOKUP of `name` by `client`: found, or not found, or, with a
     /// deadline and a handle for its answer, waiting for the name until then.
+    /// `answersQueued`: lookups of the client that were answered but whose
+    /// answers are not sent yet; they count as waiting.
     mutating func lookUp(
-        _ name: PortName, client: ClientID, waitUntil waiting: (deadline: MonotonicInstant, handle: Handles.Lookup)?
+        _ name: PortName, client: ClientID, waitUntil waiting: (deadline: MonotonicInstant, handle: Handles.Lookup)?,
+        answersQueued: Int = 0
     ) -> LookupOutcome {
         if let owner = entries[name]?.owner { return .found(owner) }
         guard let waiting else { return .notFound }
         guard var record = clients[client] else { preconditionFailure("admit client \(client) first") }
-        if record.lookups.count >= limits.pendingLookupsPerClient {
+        if record.lookups.count + answersQueued >= limits.pendingLookupsPerClient {
             return .limit(.pendingLookupsPerClient(limits.pendingLookupsPerClient))
         }
         let lookup = PendingLookup(
@@ -630,31 +768,34 @@ struct NameRegistry<Handles: NameRegistryHandles> {
         record.lookups.insert(lookup.id)
         clients[client] = record
         lookups[lookup.id] = lookup
-        lookupsByName[name, default: []].append(lookup.id)
+        lookupsByName[name, default: []].insert(lookup.id)
+        pushDeadline((lookup.deadline, lookup.id))
         return .waiting(lookup)
     }
 
     /// Removes and returns the lookups whose deadline is at or before `now`,
     /// earliest first.
     mutating func expireLookups(now: MonotonicInstant) -> [PendingLookup] {
-        let due = lookups.values.filter { $0.deadline <= now }.sorted {
-            ($0.deadline, $0.id) < ($1.deadline, $1.id)
+        var due: [PendingLookup] = []
+        while let top = deadlines.first, top.deadline <= now {
+            popDeadline()
+            if let lookup = dropLookup(top.id) { due.append(lookup) }
         }
-        for lookup in due { _ = dropLookup(lookup.id) }
         return due
     }
 
     private mutating func takeLookups(waitingFor name: PortName) -> [PendingLookup] {
-        guard let ids = lookupsByName[name] else { return [] }
-        return ids.compactMap { dropLookup($0) }
+        // The name's list goes at once: dropping its lookups one by one
+        // removed each from it, quadratic in the lookups waiting.
+        guard let ids = lookupsByName.removeValue(forKey: name) else { return [] }
+        return ids.sorted().compactMap { dropLookup($0) }
     }
 
     private mutating func dropLookup(_ id: LookupID) -> PendingLookup? {
         guard let lookup = lookups.removeValue(forKey: id) else { return nil }
         clients[lookup.client]?.lookups.remove(id)
-        if var ids = lookupsByName[lookup.name] {
-            ids.removeAll { $0 == id }
-            lookupsByName[lookup.name] = ids.isEmpty ? nil : ids
+        if lookupsByName[lookup.name]?.remove(id) != nil, lookupsByName[lookup.name]!.isEmpty {
+            lookupsByName[lookup.name] = nil
         }
         return lookup
     }
@@ -673,9 +814,9 @@ struct NameRegistry<Handles: NameRegistryHandles> {
         clients[client] = record
         watches[id] = Watch(id: id, client: client, name: name, handle: handle)
         if let name {
-            watchesByName[name, default: []].insert(id)
+            watchesByName[name, default: []].append(id)
         } else {
-            watchesOfAllNames.insert(id)
+            watchesOfAllNames.append(id)
         }
         return .success(id)
     }
@@ -687,17 +828,32 @@ struct NameRegistry<Handles: NameRegistryHandles> {
         clients[watch.client]?.watches.remove(id)
     }
 
-    private mutating func dropWatch(_ id: WatchID) {
-        guard let name = watches.removeValue(forKey: id)?.name else {
-            watchesOfAllNames.remove(id)
+    /// Ends the watch `id`; one of every name leaves `watchesOfAllNames`
+    /// unless the caller takes it out itself (`removeClient`, in one pass).
+    private mutating func dropWatch(_ id: WatchID, keepingAllNamesEntry: Bool = false) {
+        guard let watch = watches.removeValue(forKey: id) else { return }
+        guard let name = watch.name else {
+            if !keepingAllNamesEntry { Self.remove(id, from: &watchesOfAllNames) }
             return
         }
-        watchesByName[name]?.remove(id)
-        if watchesByName[name]?.isEmpty == true { watchesByName[name] = nil }
+        guard var ids = watchesByName[name] else { return }
+        Self.remove(id, from: &ids)
+        watchesByName[name] = ids.isEmpty ? nil : ids
     }
 
-    private func watchers(of name: PortName) -> [Watch] {
-        watchesOfAllNames.union(watchesByName[name] ?? []).sorted().compactMap { watches[$0] }
+    /// Removes `id` from the sorted `ids` (binary search, then one move of the tail).
+    private static func remove(_ id: WatchID, from ids: inout [WatchID]) {
+        var low = 0
+        var high = ids.count
+        while low < high {
+            let mid = (low + high) / 2
+            if ids[mid] < id { low = mid + 1 } else { high = mid }
+        }
+        if low < ids.count, ids[low] == id { ids.remove(at: low) }
+    }
+
+    private func watchers(of name: PortName) -> WatcherIDs {
+        WatcherIDs(ofAllNames: watchesOfAllNames, ofTheName: watchesByName[name] ?? [])
     }
 
     private mutating func takeID() -> UInt64 {

@@ -2,10 +2,11 @@
 // the reply, carried out in the pass that made it: an owner change
 // (`apply`) removes the old owner's socket file, tells a replaced owner
 // (NAME_LOST), gives the new owner its socket (the requester's, or a new
-// one sent to a promoted queued owner with NAME_ACQUIRED), tells the
-// watchers (NAME_OWNER_CHANGED) and answers the lookups waiting for the
-// name; a client that goes releases everything it held; waiting lookups
-// time out on one timer armed for the earliest deadline.
+// one sent to a promoted queued owner with NAME_ACQUIRED), and queues
+// NAME_OWNER_CHANGED for the watchers and the answers of the lookups
+// waiting for the name (sent by the following passes, a share each:
+// NameServer+Fanout); a client that goes releases everything it held;
+// waiting lookups time out on one timer armed for the earliest deadline.
 //
 // Invariants: every port a consequence uses hangs on the registry's record
 // it concerns (NameServer.Handles), so a record the registry dropped has no
@@ -46,11 +47,9 @@ extension NameServer {
             }
             socketForNew = nil
             log(change)
-            tellWatchers(change)
-            for lookup in change.answeredLookups {
-                let answer = found(lookup.handle.serial, name, owner: change.new!.process)
-                send(answer, to: lookup.handle.port, what: "the answer to a waiting lookup of \(name)")
-            }
+            // Sent by later passes, a share each (NameServer+Fanout).
+            queueForWatchers(change)
+            queueAnswers(change)
             if let unreachable,
                 case .released(let next) = registry.release(
                     name, client: unreachable.client, now: WallClock.unixMilliseconds())
@@ -87,40 +86,11 @@ extension NameServer {
         return nil
     }
 
-    /// NAME_OWNER_CHANGED to every watcher of the change that may see the
-    /// name; a watcher whose port is gone stops watching; one whose queue
-    /// is full falls behind (`fellBehind`) and is told nothing more but
-    /// WATCH_OVERFLOW.
-    private func tellWatchers(_ change: OwnerChange) {
-        // A watch that ended while an earlier change of the same batch was
-        // told (its port gone) is not tried again.
-        for watch in change.watchers where registry.isWatching(watch.id) {
-            let watcher = watch.handle
-            if RequestAccess.see(change.name).decide(by: watcher.caller, under: settings) != .allow { continue }
-            if overflowing[watch.id] != nil {
-                overflowing[watch.id]!.missed += 1
-                continue
-            }
-            let message = PCPortMessage(notification: .ownerChanged(serial: watcher.serial, change.reported))
-            switch deliver(message, to: watcher.port, what: "NAME_OWNER_CHANGED for \(change.name)") {
-            case .sent:
-                break
-            case .timedOut:
-                fellBehind(watch)
-            case .receiverGone, nil:
-                registry.unwatch(watch.id)
-                logger.notice(
-                    "watch ended: the watcher's port is gone",
-                    metadata: ["pid": "\(watcher.credentials.pid)", "uid": "\(watcher.credentials.uid)"])
-            }
-        }
-    }
-
     /// A watcher's queue is full: the change just tried is its first
     /// missed one. Its port is watched for room; then WATCH_OVERFLOW goes
     /// (`endOverflowed`) and the watch ends. portd never waits for it
     /// meanwhile, and tells it nothing else.
-    private func fellBehind(_ watch: Registry.Watch) {
+    func fellBehind(_ watch: Registry.Watch) {
         let metadata: Logger.Metadata = [
             "pid": "\(watch.handle.credentials.pid)", "uid": "\(watch.handle.credentials.uid)",
         ]
@@ -163,27 +133,28 @@ extension NameServer {
         registry.unwatch(id)
     }
 
-    /// Sends without waiting; false (logged) when the receiver is gone or full.
+    /// Sends without waiting; false (logged, within `eventLog`'s limit) when
+    /// the receiver is gone or full.
     @discardableResult
-    private func send(_ message: PCPortMessage, to right: SendRight, what: String) -> Bool {
+    func send(_ message: PCPortMessage, to right: SendRight, what: String) -> Bool {
         deliver(message, to: right, what: what) == .sent
     }
 
     /// Sends without waiting; the outcome, nil (logged) when the send failed.
-    private func deliver(_ message: PCPortMessage, to right: SendRight, what: String) -> SendResult? {
+    func deliver(_ message: PCPortMessage, to right: SendRight, what: String) -> SendResult? {
         do {
             let outcome = try right.send(message, timeout: .zero)
             switch outcome {
             case .sent:
                 break
             case .timedOut:
-                logger.notice("not sent: \(what): the receiver's queue is full")
+                eventLog.log("not sent: \(what): the receiver's queue is full", [:])
             case .receiverGone:
                 logger.debug("not sent: \(what): the receiver is gone")
             }
             return outcome
         } catch {
-            logger.notice("not sent: \(what): \(error)")
+            eventLog.log("not sent: \(what): \(error)", [:])
             return nil
         }
     }
@@ -205,6 +176,7 @@ extension NameServer {
         memoryMark = max(memoryMark, registry.nameCount + registry.clientCount)
         let removal = registry.removeClient(client, now: WallClock.unixMilliseconds())
         for id in removal.watches { overflowing.removeValue(forKey: id)?.source.invalidate() }
+        fanout.forget(client)
         logger.debug(
             "client gone", metadata: ["client": "\(client)", "released": "\(removal.changes.count)"])
         for change in removal.changes { apply(change, requesterSocket: nil) }

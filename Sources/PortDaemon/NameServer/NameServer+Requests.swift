@@ -38,6 +38,7 @@ extension NameServer {
         _ name: PortName, _ options: RegistrationOptions, _ c: Context, notifyPort: SendRight?
     ) -> PCPortMessage {
         if let refused = refusal(.register(name, declared: declared[name] != nil), c) { return refused }
+        if let refused = fanoutRefusal(c) { return refused }
         // The socket comes first, so that a registration never has to be
         // undone for lack of one; when the name is not granted it goes again.
         let socket: (fd: SharedDescriptor, file: PortSocketFile)
@@ -74,6 +75,7 @@ extension NameServer {
         if declared[name] != nil {
             return reply(.error(serial: c.serial, .notOwner, "\(name) is a declared port: portd owns it"))
         }
+        if let refused = fanoutRefusal(c) { return refused }
         switch registry.release(name, client: c.client, now: WallClock.unixMilliseconds()) {
         case .released(let change):
             apply(change, requesterSocket: nil)
@@ -98,7 +100,9 @@ extension NameServer {
         let waiting = replyPort.flatMap { port in
             deadline.map { (deadline: $0, handle: Handles.Lookup(port: port, serial: c.serial)) }
         }
-        switch registry.lookUp(name, client: c.client, waitUntil: waiting) {
+        switch registry.lookUp(
+            name, client: c.client, waitUntil: waiting, answersQueued: fanout.answersQueued(for: c.client))
+        {
         case .found(let owner):
             return found(c.serial, name, owner: owner.process, releaseIfDeaf: true)
         case .notFound:
@@ -137,7 +141,7 @@ extension NameServer {
             if releaseIfDeaf, ownersFile, let deaf = registry.owner(of: name),
                 case .released(let change) = registry.release(name, client: deaf.client, now: WallClock.unixMilliseconds())
             {
-                logger.info("\(name) released: its owner's port no longer listens", metadata: ["name": "\(name)"])
+                eventLog.log("\(name) released: its owner's port no longer listens", ["name": "\(name)"], level: .info)
                 apply(change, requesterSocket: nil)
             }
             return reply(.error(serial: serial, .notFound, "the owner of \(name) no longer listens on it"))
@@ -262,7 +266,7 @@ extension NameServer {
         if let refused = refusal(.checkIn(name, uids: port.checkInUIDs, gids: port.checkInGIDs), c) { return refused }
         declared.recordCheckIn(name, pid: c.sender.pid)
         activator.checkedIn(name, by: c.client)
-        logger.info("service checked in for \(name) (check-in \(port.checkIns + 1))", metadata: c.who)
+        eventLog.log("service checked in for \(name) (check-in \(port.checkIns + 1))", c.who, level: .info)
         return reply(.checkedIn(serial: c.serial, name: name.value, listening: port.listening))
     }
 }

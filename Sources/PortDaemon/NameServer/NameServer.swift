@@ -6,9 +6,10 @@
 // the registry asked, the answer built (NameServerReply, the protocol's
 // vocabulary shared with the client: no word is spelled in portd). What a
 // decision entails beyond the reply, the consequences (socket files,
-// NAME_ACQUIRED, NAME_LOST, NAME_OWNER_CHANGED, answers to waiting lookups,
-// the lookup deadline timer), is carried out in the same pass by
-// NameServer+Consequences.
+// NAME_ACQUIRED, NAME_LOST, the lookup deadline timer), is carried out in
+// the same pass by NameServer+Consequences; what it makes portd send to
+// many (NAME_OWNER_CHANGED to watchers, answers to waiting lookups) by the
+// following passes, a bounded share each (NameServer+Fanout).
 //
 // Who a client is: the connection (`message.connectionID`); who sent a
 // request: the kernel's SCM_CREDENTIALS (`message.sender`), never what a
@@ -29,15 +30,22 @@
 //     with it;
 //   - a name's owner has a socket file exactly while it received (or is
 //     receiving in this pass) its listening socket;
+//   - no pass does unbounded work for one change: its fan-out goes out
+//     `fanoutPerPass` messages a pass, between the passes that serve the
+//     clients' requests;
 //   - portd never blocks on a client: messages to watchers, queued owners
 //     and waiting lookups are sent with a zero send timeout; a full queue
 //     ends that owner's claim, logged, or that watch: the watcher is told
 //     (WATCH_OVERFLOW, sent once its port takes a record again);
 //   - a client that misbehaves affects only itself: a bad request gets an
 //     error reply, a malformed record closes its own connection;
-//   - every log line a client can cause (refusals, bad requests, invalid
-//     names, malformed records on the control port) goes through the
-//     RefusalLog limit, the lines left out counted.
+//   - every log line a client can cause goes through a RefusalLog limit,
+//     the lines left out counted: refusals, bad requests and invalid
+//     names through `refusalLog`; the events clients make happen (a deaf
+//     owner's name released, a watch ended, a message not sent, a
+//     check-in) through `eventLog`; malformed records on the control port
+//     through the port's LimitedLogHandler. Only debug lines, off unless
+//     asked for, are not limited.
 
 import Logging
 import PortCore
@@ -111,6 +119,8 @@ final class NameServer {
     let ownUID = CurrentProcess.userID
     var registry: Registry
     var refusalLog: RefusalLog
+    /// The limit of the lines of events clients make happen.
+    var eventLog: RefusalLog
     var deadlineTimer: (timer: PCTimer, fireAt: MonotonicInstant)?
     var counters = Counters()
     /// The kernel's word on ports clients hand portd to keep.
@@ -122,6 +132,10 @@ final class NameServer {
     /// not delivered. The watch stays in the registry (and counts against
     /// its client's quotas) until then.
     var overflowing: [WatchID: (source: PortSource, missed: Int)] = [:]
+    /// NAME_OWNER_CHANGED and answers to waiting lookups not sent yet
+    /// (NameServer+Fanout), and the source that sends a share a pass.
+    var fanout = Fanout()
+    var fanoutSource: RunLoopSource?
     /// The clients whose HELLO succeeded (protocol 1.0 agreed).
     var greeted: Set<ClientID> = []
     /// The size of the registry (names and clients) when memory was last
@@ -156,6 +170,7 @@ final class NameServer {
         self.startedAt = startedAt
         self.registry = Registry(limits: settings.limits)
         self.refusalLog = RefusalLog(logger: logger, clock: loop.clock)
+        self.eventLog = RefusalLog(logger: logger, clock: loop.clock, what: "event lines")
         let controlSocketPath = (try? UnixSocket.boundPath(controlDescriptor)).flatMap { $0 } ?? ""
         self.passedPortCheck = PassedPortCheck(
             controlSocketPath: controlSocketPath, portDirectoryPath: directory.path)
@@ -194,6 +209,7 @@ final class NameServer {
         port.onDisconnect { [unowned self] client in self.clientGone(client) }
         port.setAdmission { [unowned self] client, peer in self.admit(client, peer) }
         try port.schedule(in: loop, forMode: mode)
+        startFanout()
         configureActivation()
     }
 
@@ -216,6 +232,9 @@ final class NameServer {
         deadlineTimer = nil
         for (_, pending) in overflowing { pending.source.invalidate() }
         overflowing.removeAll()
+        fanoutSource?.invalidate()
+        fanoutSource = nil
+        fanout = Fanout()
         for entry in registry.listing() {
             if let file = entry.owner.handle.socket { directory.remove(file) }
         }

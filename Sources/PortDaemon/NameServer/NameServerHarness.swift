@@ -52,10 +52,20 @@ package final class NameServerHarness {
 
     /// Hands `message` to the name server as its control port would, and
     /// returns the reply it would send.
-    package func handle(_ message: PCPortMessage) -> PCPortMessage? { server.handle(message) }
+    /// What the request makes portd send to watchers and waiting lookups,
+    /// which the server's loop would send in the passes after it, is sent
+    /// before this returns.
+    package func handle(_ message: PCPortMessage) -> PCPortMessage? {
+        let reply = server.handle(message)
+        server.flushFanout()
+        return reply
+    }
 
-    /// The connection `client` hung up.
-    package func clientGone(_ client: UInt64) { server.clientGone(client) }
+    /// The connection `client` hung up (its consequences sent, as for `handle`).
+    package func clientGone(_ client: UInt64) {
+        server.clientGone(client)
+        server.flushFanout()
+    }
 
     /// Stops the server and removes its files.
     package func stop() {

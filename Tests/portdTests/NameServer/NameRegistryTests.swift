@@ -7,6 +7,7 @@
 import Testing
 
 import PortCore
+import PortTestSupport
 @testable import PortDaemon
 
 private func name(_ s: String) -> PortName { try! PortName(validating: s) }
@@ -255,7 +256,7 @@ private func change(_ outcome: Registry.RegisterOutcome) -> OwnerChange? {
         #expect(removal.changes[1].new?.client == 2)
         #expect(removal.changes[1].new?.sinceMilliseconds == 77)
         // Only the watchers that remain are told.
-        #expect(removal.changes.allSatisfy { $0.watchers.map(\.id) == [watchOther] })
+        #expect(removal.changes.allSatisfy { $0.watchers.all == [watchOther] })
 
         #expect(r.owner(of: name("one")) == nil)
         #expect(r.owner(of: name("two"))?.client == 2)
@@ -323,13 +324,13 @@ private func change(_ outcome: Registry.RegisterOutcome) -> OwnerChange? {
             Issue.record("not registered")
             return
         }
-        #expect(later.watchers.map(\.id) == [all])
+        #expect(later.watchers.all == [all])
         #expect(later.answeredLookups.map(\.id) == [lookup.id])
         guard case .released(let released) = r.release(name("c999.n3"), client: 999, now: 0) else {
             Issue.record("not released")
             return
         }
-        #expect(released.watchers.map(\.id) == [all, one])
+        #expect(released.watchers.all == [all, one])
         // Compacting what is already compact changes nothing.
         let compacted = r.tableCapacity
         r.compact()
@@ -355,15 +356,15 @@ private func change(_ outcome: Registry.RegisterOutcome) -> OwnerChange? {
         let svc = try r.watch(name("svc"), client: 2).get()
         let other = try r.watch(name("other"), client: 2).get()
         let c = try #require(change(r.register("svc", by: 1)))
-        #expect(c.watchers.map(\.id) == [all, svc])
-        #expect(change(r.register("other", by: 1))?.watchers.map(\.id) == [all, other])
+        #expect(c.watchers.all == [all, svc])
+        #expect(change(r.register("other", by: 1))?.watchers.all == [all, other])
         r.unwatch(all)
         r.unwatch(all)  // twice is harmless
         guard case .released(let released) = r.release(name("svc"), client: 1, now: 0) else {
             Issue.record("not released")
             return
         }
-        #expect(released.watchers.map(\.id) == [svc])
+        #expect(released.watchers.all == [svc])
         #expect(r.watchCount == 2)
     }
 
@@ -402,6 +403,60 @@ private func change(_ outcome: Registry.RegisterOutcome) -> OwnerChange? {
         #expect(c.answeredLookups == waiting)
         #expect(r.pendingLookupCount == 1)
         #expect(r.nextLookupDeadline == unrelated.deadline)
+    }
+
+    /// The deadline heap against the plain rule, over a seeded random run of
+    /// lookups that wait, are answered, expire and go with their clients:
+    /// the next deadline is always the earliest of those still waiting, and
+    /// an expiry returns exactly the lookups due, earliest first.
+    @Test func theNextDeadlineIsAlwaysTheEarliestOfTheLookupsWaiting() throws {
+        var limits = NameRegistryLimits()
+        limits.pendingLookupsPerClient = 1000
+        limits.clientsPerUID = 1000
+        var r = Registry(limits: limits)
+        var rng = SplitMix64(seed: 13)
+        var waiting: [LookupID: (deadline: MonotonicInstant, client: ClientID, name: PortName)] = [:]
+        var now: UInt64 = 0
+        var nextClient: ClientID = 1
+        var clients: [ClientID] = []
+        for _ in 0..<20 {
+            #expect(r.admit(nextClient, uid: 1000) == nil)
+            clients.append(nextClient)
+            nextClient += 1
+        }
+        let owner: ClientID = 1_000_000  // never one of the clients that come and go
+        #expect(r.admit(owner, uid: 1000) == nil)
+        for step in 0..<5000 {
+            switch rng.next() % 10 {
+            case 0...5:
+                let client = clients[Int(rng.next() % UInt64(clients.count))]
+                let n = name("n\(rng.next() % 20)")
+                let deadline = at(now + 1 + rng.next() % 500)
+                if case .waiting(let w) = r.lookUp(n, client: client, until: deadline) { waiting[w.id] = (deadline, client, n) }
+            case 6:
+                // A name appears: its lookups are answered; then it goes again.
+                let n = "n\(rng.next() % 20)"
+                let c = try #require(change(r.register(n, by: owner)))
+                for answered in c.answeredLookups { #expect(waiting.removeValue(forKey: answered.id) != nil) }
+                _ = r.release(name(n), client: owner, now: 0)
+            case 7:
+                let i = Int(rng.next() % UInt64(clients.count))
+                let gone = clients.remove(at: i)
+                let removal = r.removeClient(gone, now: 0)
+                for lookup in removal.lookups { #expect(waiting.removeValue(forKey: lookup.id) != nil) }
+                #expect(r.admit(nextClient, uid: 1000) == nil)
+                clients.append(nextClient)
+                nextClient += 1
+            default:
+                now += rng.next() % 100
+                let due = waiting.filter { $0.value.deadline <= at(now) }
+                    .sorted { ($0.value.deadline, $0.key) < ($1.value.deadline, $1.key) }.map(\.key)
+                #expect(r.expireLookups(now: at(now)).map(\.id) == due, "step \(step)")
+                for id in due { waiting[id] = nil }
+            }
+            #expect(r.nextLookupDeadline == waiting.values.map(\.deadline).min(), "step \(step)")
+            #expect(r.pendingLookupCount == waiting.count)
+        }
     }
 
     @Test func lookupsExpireAtTheirDeadlineEarliestFirst() throws {
@@ -461,16 +516,16 @@ private func change(_ outcome: Registry.RegisterOutcome) -> OwnerChange? {
         }
         #expect(lookup.handle == "lookup by 2")
         let c = try #require(change(r.register("svc", by: 1)))
-        #expect(c.watchers.map(\.handle) == ["watch by 3"])
+        #expect(c.watchers.all.map { r.watch($0)?.handle } == ["watch by 3"])
         #expect(c.answeredLookups.map(\.handle) == ["lookup by 2"])
         guard case .waiting = r.lookUp(name("other"), client: 2, until: at(10)) else {
             Issue.record("not waiting")
             return
         }
         #expect(r.expireLookups(now: at(10)).map(\.handle) == ["lookup by 2"])
-        #expect(r.isWatching(c.watchers[0].id))
-        r.unwatch(c.watchers[0].id)
-        #expect(!r.isWatching(c.watchers[0].id))
+        #expect(r.isWatching(c.watchers.all[0]))
+        r.unwatch(c.watchers.all[0])
+        #expect(!r.isWatching(c.watchers.all[0]))
     }
 
     @Test func aClientsGroupsGoWithIt() {
@@ -540,6 +595,32 @@ private func change(_ outcome: Registry.RegisterOutcome) -> OwnerChange? {
         _ = r.removeClient(1, now: 0)
         #expect(r.admit(3, uid: 9) == nil)
         #expect(LimitExceeded.clients(2).description == "portd already serves 2 clients")
+    }
+
+    @Test func anEighthOfTheClientsIsKeptForPrivilegedUIDs() {
+        var r = Registry(limits: NameRegistryLimits(clientsPerUID: 100, clients: 16, privilegedUIDs: [0, 5]))
+        #expect(r.limits.privilegedClientReserve == 2)
+        for c in 1...7 { #expect(r.admit(ClientID(c), uid: 7) == nil) }
+        for c in 8...14 { #expect(r.admit(ClientID(c), uid: 8) == nil) }
+        #expect(r.admit(15, uid: 9) == LimitExceeded.unprivilegedClients(14), "the other uids have all but the reserve")
+        #expect(r.admit(15, uid: 0) == nil, "root takes the reserve")
+        #expect(r.admit(16, uid: 5) == nil, "so does portd's own uid")
+        #expect(r.admit(17, uid: 0) == LimitExceeded.clients(16), "MaxClients still bounds everyone")
+        _ = r.removeClient(15, now: 0)
+        #expect(r.admit(17, uid: 9) == LimitExceeded.unprivilegedClients(14), "a privileged client's place is not the others'")
+        _ = r.removeClient(1, now: 0)
+        #expect(r.admit(17, uid: 9) == nil)
+        // Privileged clients beyond the reserve take places of the pool:
+        // what is left of MaxClients= is then the bound.
+        var p = Registry(limits: NameRegistryLimits(clientsPerUID: 100, clients: 16, privilegedUIDs: [0]))
+        for c in 1...10 { #expect(p.admit(ClientID(c), uid: 0) == nil) }
+        for c in 11...16 { #expect(p.admit(ClientID(c), uid: 7) == nil) }
+        #expect(p.admit(17, uid: 7) == LimitExceeded.clients(16))
+        // The reserve at the smallest limits.
+        #expect(NameRegistryLimits(clients: 1, privilegedUIDs: [0]).privilegedClientReserve == 0)
+        #expect(NameRegistryLimits(clients: 2, privilegedUIDs: [0]).privilegedClientReserve == 1)
+        #expect(NameRegistryLimits(clients: 1024, privilegedUIDs: [0]).privilegedClientReserve == 128)
+        #expect(NameRegistryLimits(clients: 1024).privilegedClientReserve == 0, "no privileged uids, no reserve")
     }
 }
 

@@ -266,11 +266,14 @@ import PortTestSupport
         // Register only once portd holds the lookup: it says so in its log.
         try portd.daemon.child.waitForStandardError(containing: "lookup waits for late")
         let owner = try portd.client()
-        #expect(try owner.register("late").outcome == "registered")
+        // The reply holds the listening socket: the owner listens while it is kept.
+        let registered = try owner.register("late")
+        #expect(registered.outcome == "registered")
         #expect(answered.wait(), "the waiting lookup was never answered")
         let reply = try #require(answer.withLock { $0 }).get()
         #expect(reply.outcome == "ok")
         #expect(reply.ports.count == 1)
+        withExtendedLifetime(registered) {}
     }
 
     @Test func aWaitingLookupTimesOut() throws {

@@ -83,8 +83,9 @@ private func name(_ s: String) -> PortName { try! PortName(validating: s) }
         #expect(events.next()?.nameAndEvent == ["org.example.mortal", "released"])
         #expect(acquired.next()?.msgid == MessageID.nameAcquired)
         // One pass: the hang-up is seen ("client gone"), the name changes hands
-        // (NAME_ACQUIRED, then the change is logged and watchers are told)
-        // with no pass boundary in between.
+        // (NAME_ACQUIRED, then the change is logged and queued for the
+        // watchers, who are told in the passes after) with no pass boundary
+        // in between.
         let lines = host.log.all
         let gone = try #require(lines.firstIndex { $0.contains("client gone") && $0.contains("released=1") })
         let changed = try #require(lines.firstIndex { $0.contains("org.example.mortal released") })

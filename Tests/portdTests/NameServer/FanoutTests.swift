@@ -1,0 +1,265 @@
+// FanoutTests: a real portd (the system instance) while one change of
+// owner makes it send thousands of messages: another uid (setpriv) holds
+// 6,000 watches of every name, or 4,000 lookups waiting for a name. Another
+// client's STATUS, written after the request that starts the fan-out, is
+// answered within a bound while the fan-out goes on, because each pass of
+// portd's loop sends only a share of it (NameServer+Fanout). Before, the
+// whole fan-out went in the pass of the change: with the watches, the
+// STATUS waited for 16 changes' worth (96,000 sends, seconds in a debug
+// build); with the waiters, for 4,000 connects and answers.
+//
+// And a uid whose changes left more than 65,536 messages to send has its
+// REGISTER refused with `limit` (root's is not): portd is stopped
+// (SIGSTOP, until /proc says so) while 11 one-way changes (6,001 watchers
+// each) and a REGISTER of that uid are queued on one connection, so they
+// are handled in one pass, before any of the fan-out goes.
+//
+// No sleep: the fan-out is started by records the test has written (or a
+// child has said it wrote) before the STATUS is sent, and its progress is
+// read from a watcher socket of the test's own, the last watch made, which
+// is told of each change after every other watcher. The bound (500 ms) is
+// generous for a loaded machine; the fan-out before took several times it.
+
+import Foundation
+import Glibc
+import Testing
+
+import PortCore
+import PortTestSupport
+@testable import PortDaemon
+
+@Suite struct FanoutTests {
+    static let bound: Duration = .milliseconds(500)
+
+    /// A system-instance portd whose uid 65534 may hold many watches and
+    /// waiting lookups, with descriptors to spare.
+    static func startPortd(_ dir: TemporaryDirectory) throws -> DaemonProcess {
+        try FileSystem.setPermissions(dir.path, 0o755)  // the other uid reaches the socket
+        let config = dir.appending("portd.conf")
+        try "[Limits]\nWatchesPerClient=8000\nPendingLookupsPerClient=8000\n".write(
+            toFile: config, atomically: true, encoding: .utf8)
+        return try DaemonProcess.started(
+            socket: dir.appending("portd.sock"), arguments: ["--system", "--config", config],
+            launcher: ["/usr/bin/prlimit", "--nofile=20000:20000"])
+    }
+
+    /// `script` (the reference client importable) as uid 65534, or as root.
+    static func python(_ script: String, _ arguments: [String], asRoot: Bool = false) throws -> ChildProcess {
+        let drop = asRoot ? [] : ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+        let command = ["/usr/bin/prlimit", "--nofile=20000:20000"] + drop + ["/usr/bin/python3", "-c", script]
+        return try ChildProcess(
+            executable: command[0], arguments: Array(command.dropFirst()) + [SourceTree.path("examples")] + arguments,
+            environment: ChildProcess.cleanEnvironment())
+    }
+
+    /// The round trip of one STATUS.
+    static func statusRoundTrip(_ client: NameClient) throws -> Duration {
+        let start = ContinuousClock.now
+        #expect(try client.request(MessageID.status).outcome == "ok")
+        return ContinuousClock.now - start
+    }
+
+    @Test func aClientIsServedWhileThousandsOfWatchersAreTold() throws {
+        try #require(getuid() == 0, "this test drops privileges with setpriv: run as root")
+        let dir = try TemporaryDirectory()
+        let portd = try Self.startPortd(dir)
+        let watches = 6000
+        let holder = try Self.python(
+            """
+            import signal, sys
+            sys.path.insert(0, sys.argv[1])
+            import portd_client
+            c = portd_client.Client(sys.argv[2])
+            kept = [c.watch() for _ in range(int(sys.argv[3]))]
+            print("watching", len(kept), flush=True)
+            signal.pause()
+            """, [portd.socketPath, "\(watches)"])
+        defer {
+            holder.signal(SIGKILL)
+            _ = try? holder.waitForExit()
+        }
+        try holder.waitForStandardOutput(containing: "watching \(watches)\n")
+
+        // The last watch: a socket of the test's own, read record by record.
+        let pair = try UnixSocket.makePair()
+        let mine = pair.first
+        let watcher = try NameClient(socket: portd.socketPath)
+        #expect(try watcher.request(MessageID.watch, replyPort: SendRight(descriptor: pair.second)).outcome == "ok")
+        let victim = try NameClient(socket: portd.socketPath)
+        let trigger = try NameClient(socket: portd.socketPath)
+
+        // 16 changes of owner, one-way: each is 6,001 NAME_OWNER_CHANGED.
+        let pairs = 8
+        for i in 0..<pairs {
+            for (msgid, serial) in [(MessageID.register, 1000 + 2 * i), (MessageID.release, 1001 + 2 * i)] {
+                let record = PCPortMessage(msgid: msgid, strings: ["serial=\(serial)", "name=org.example.flap"])
+                #expect(try trigger.right.send(record, timeout: HarnessTimeout) == .sent)
+            }
+        }
+        var latencies: [Duration] = []
+        for _ in 0..<3 { latencies.append(try Self.statusRoundTrip(victim)) }
+        let toldSoFar = try Self.records(on: mine, waiting: false)
+        #expect(toldSoFar.count < 2 * pairs, "the fan-out was over before the STATUS was answered")
+        #expect(latencies.max()! < Self.bound, "STATUS round trips during the fan-out: \(latencies)")
+
+        // Every change reaches the last watcher, in order.
+        var told = toldSoFar
+        while told.count < 2 * pairs {
+            let more = try Self.records(on: mine, waiting: true)
+            try #require(!more.isEmpty, "the fan-out stopped after \(told.count) changes")
+            told += more
+        }
+        let events = told.map { $0.contains("event=registered") ? "registered" : $0.contains("event=released") ? "released" : $0 }
+        #expect(events == Array(repeating: ["registered", "released"], count: pairs).flatMap { $0 })
+        #expect(try portd.stop() == 0)
+    }
+
+    @Test func aClientIsServedWhileThousandsOfWaitingLookupsAreAnswered() throws {
+        try #require(getuid() == 0, "this test drops privileges with setpriv: run as root")
+        let dir = try TemporaryDirectory()
+        let portd = try Self.startPortd(dir)
+        let waiters = 4000
+        let name = "org.example.awaited"
+        let waiting = try Self.python(
+            """
+            import sys
+            sys.path.insert(0, sys.argv[1])
+            import portd_client
+            c = portd_client.Client(sys.argv[2])
+            c.hello
+            n = int(sys.argv[3])
+            for _ in range(n):
+                c.submit_lookup(sys.argv[4], wait_ms=60000)
+            print("sent", n, flush=True)
+            found = 0
+            for _ in range(n):
+                m = portd_client.receive_record(c.sock)
+                if m is None:
+                    break
+                found += m.get("error") is None
+                m.close_descriptors()
+            print("found", found, flush=True)
+            """, [portd.socketPath, "\(waiters)", name])
+        defer {
+            waiting.signal(SIGKILL)
+            _ = try? waiting.waitForExit()
+        }
+        try waiting.waitForStandardOutput(containing: "sent \(waiters)\n")
+        // portd holds them all once it has counted them (STATUS lookups=).
+        let victim = try NameClient(socket: portd.socketPath)
+        var counted = 0
+        let deadline = ContinuousClock.now + HarnessTimeout
+        while counted < waiters, ContinuousClock.now < deadline {
+            counted = Int(try victim.request(MessageID.status).field("lookups") ?? "") ?? 0
+        }
+        try #require(counted >= waiters, "portd counted \(counted) lookups")
+
+        // The owner (root) keeps its listening socket and never accepts:
+        // each answer is a connection in its backlog (4,096).
+        let owner = try Self.python(
+            """
+            import signal, sys
+            sys.path.insert(0, sys.argv[1])
+            import portd_client
+            c = portd_client.Client(sys.argv[2])
+            c.hello
+            pending = c.submit_register(sys.argv[3])
+            print("sent", flush=True)
+            kept = pending.result()
+            print("registered", flush=True)
+            signal.pause()
+            """, [portd.socketPath, name], asRoot: true)
+        defer {
+            owner.signal(SIGKILL)
+            _ = try? owner.waitForExit()
+        }
+        try owner.waitForStandardOutput(containing: "sent\n")
+        var latencies: [Duration] = []
+        for _ in 0..<3 { latencies.append(try Self.statusRoundTrip(victim)) }
+        #expect(latencies.max()! < Self.bound, "STATUS round trips while the lookups are answered: \(latencies)")
+        try waiting.waitForStandardOutput(containing: "found \(waiters)\n")
+        #expect(try portd.stop() == 0)
+    }
+
+    @Test func aUIDWhoseChangesLeftTooMuchToSendIsRefusedAndRootIsNot() throws {
+        try #require(getuid() == 0, "this test drops privileges with setpriv: run as root")
+        let dir = try TemporaryDirectory()
+        try FileSystem.setPermissions(dir.path, 0o755)
+        let config = dir.appending("portd.conf")
+        try "[Limits]\nWatchesPerClient=8000\n[Policy]\nDefaultRegister=allow\n".write(
+            toFile: config, atomically: true, encoding: .utf8)
+        let portd = try DaemonProcess.started(
+            socket: dir.appending("portd.sock"), arguments: ["--system", "--config", config],
+            launcher: ["/usr/bin/prlimit", "--nofile=20000:20000"])
+        let holder = try Self.python(
+            """
+            import signal, sys
+            sys.path.insert(0, sys.argv[1])
+            import portd_client
+            c = portd_client.Client(sys.argv[2])
+            kept = [c.watch() for _ in range(6000)]
+            print("watching", flush=True)
+            signal.pause()
+            """, [portd.socketPath])
+        defer {
+            holder.signal(SIGKILL)
+            _ = try? holder.waitForExit()
+        }
+        try holder.waitForStandardOutput(containing: "watching\n")
+        // As root with uid 65534 as real and effective uid (the credentials
+        // portd reads: SO_PEERCRED at connect, SCM_CREDENTIALS at each
+        // send), root again (the saved uid) to stop and resume portd.
+        let changer = try Self.python(
+            """
+            import os, signal, sys
+            sys.path.insert(0, sys.argv[1])
+            import portd_client as pc
+            path, pid = sys.argv[2], int(sys.argv[3])
+            os.setresuid(65534, 65534, 0)
+            c = pc.Client(path)
+            c.hello
+            os.setresuid(0, 0, 0)
+            os.kill(pid, signal.SIGSTOP)
+            while open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] != "T":
+                os.sched_yield()
+            try:
+                os.setresuid(65534, 65534, 0)
+                for i in range(11):
+                    msgid = pc.REGISTER if i % 2 == 0 else pc.RELEASE
+                    pc.send_record(c.sock, pc.encode_fields(msgid, [("serial", 1000 + i), ("name", "org.example.flap")]))
+                refused = c.submit_register("org.example.refused")
+                os.setresuid(0, 0, 0)
+            finally:
+                os.kill(pid, signal.SIGCONT)
+            try:
+                refused.result()
+                print("registered")
+            except pc.PortdError as e:
+                print(e.error, e.message, sep="\\t", flush=True)
+            """, [portd.socketPath, "\(portd.pid)"], asRoot: true)
+        #expect(try changer.waitForExit() == 0, "\(changer.standardError)")
+        let fields = changer.standardOutput.split(separator: "\t").map(String.init)
+        #expect(fields.first == "limit", "\(changer.standardOutput)")
+        #expect(fields.dropFirst().first?.contains("still telling watchers of earlier changes of uid 65534") == true)
+        // Root is not refused.
+        let root = try NameClient(socket: portd.socketPath)
+        #expect(try root.register("org.example.root").outcome == "registered")
+        #expect(try portd.stop() == 0)
+    }
+
+    /// The records on `fd` (each as text; the fields are ASCII): those
+    /// already there, or, `waiting`, at least one within HarnessTimeout.
+    static func records(on fd: borrowing OwnedDescriptor, waiting: Bool) throws -> [String] {
+        var texts: [String] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        if waiting, try LocalSocket.wait(fd, for: .readable, timeout: HarnessTimeout).isEmpty { return [] }
+        while true {
+            let n = recv(fd.rawValue, &buffer, buffer.count, Int32(MSG_DONTWAIT))
+            if n > 0 {
+                texts.append(String(decoding: buffer[..<Int(n)], as: UTF8.self))
+            } else {
+                return texts
+            }
+        }
+    }
+}
