@@ -85,14 +85,14 @@ public final class PCTimer: RunLoopItem, @unchecked Sendable {
     /// new window.
     public var tolerance: Duration {
         get {
-            if let loop = attachment.withLock({ $0.loop }) {
+            if let loop = attachment.withLockAnnotated({ $0.loop }) {
                 return loop.withStateLock { scheduledTolerance }
             }
             return scheduledTolerance
         }
         set {
             precondition(newValue >= .zero, "tolerance must not be negative")
-            guard let loop = attachment.withLock({ $0.loop }) else {
+            guard let loop = attachment.withLockAnnotated({ $0.loop }) else {
                 scheduledTolerance = newValue
                 return
             }
