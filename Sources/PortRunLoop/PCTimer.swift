@@ -61,12 +61,7 @@ public final class PCTimer: RunLoopItem, @unchecked Sendable {
     /// the timer is in; a repeating timer continues on the grid of the new
     /// date. Safe from any thread; wakes the loop so it sleeps for the new date.
     public var fireDate: MonotonicInstant {
-        get {
-            if let loop = attachment.withLockAnnotated({ $0.loop }) {
-                return loop.withStateLock { scheduledFireDate }
-            }
-            return scheduledFireDate
-        }
+        get { readScheduled { scheduledFireDate } }
         set {
             guard let loop = attachment.withLockAnnotated({ $0.loop }) else {
                 scheduledFireDate = newValue
@@ -84,12 +79,7 @@ public final class PCTimer: RunLoopItem, @unchecked Sendable {
     /// negative. Safe from any thread; wakes the loop so it sleeps for the
     /// new window.
     public var tolerance: Duration {
-        get {
-            if let loop = attachment.withLockAnnotated({ $0.loop }) {
-                return loop.withStateLock { scheduledTolerance }
-            }
-            return scheduledTolerance
-        }
+        get { readScheduled { scheduledTolerance } }
         set {
             precondition(newValue >= .zero, "tolerance must not be negative")
             guard let loop = attachment.withLockAnnotated({ $0.loop }) else {
@@ -101,6 +91,15 @@ public final class PCTimer: RunLoopItem, @unchecked Sendable {
                 loop.wakeIfSleeping()
             }
         }
+    }
+
+    /// Reads a scheduled field: under the lock of the loop the timer is in,
+    /// which guards it there; directly while the timer is in none.
+    private func readScheduled<T>(_ read: () -> T) -> T {
+        if let loop = attachment.withLockAnnotated({ $0.loop }) {
+            return loop.withStateLock(read)
+        }
+        return read()
     }
 
     /// `+[NSTimer scheduledTimerWithTimeInterval:repeats:block:]`: a timer

@@ -157,30 +157,7 @@ import PortTestSupport
     }
 
     @Test func anUnsealedMemfdIsRefusedAndOnlyThatConnectionClosed() throws {
-        let errors = Recorder()
-        let received = Recorder()
-        let got = Completion()
-        let failed = Completion()
-        let served = try ServedPort { m in
-            received.add(m.components.first?.string ?? "")
-            got.signal()
-            return nil
-        }
-        served.port.onError { e in
-            errors.add("\(e)")
-            failed.signal()
-        }
-        defer { served.stop() }
-        let hostile = try served.port.makeSendRight()
-        let peer = try startPeer(["unsealed-memfd"], passing: hostile)
-        #expect(try peer.waitForExit() == 0, "\(peer.standardError)")
-        #expect(failed.wait(timeout: .seconds(30)))
-        #expect(errors.all.first?.contains("large component refused") == true)
-        #expect(received.all.isEmpty)
-        let good = try served.port.makeSendRight()
-        #expect(try good.send(PCPortMessage(msgid: 1, strings: ["still served"])) == .sent)
-        #expect(got.wait(timeout: .seconds(30)))
-        #expect(received.all == ["still served"])
+        try expectRefusedAndServingOn(peer: ["unsealed-memfd"], error: "large component refused")
     }
 
     /// An O_PATH descriptor opens nothing: as a large-data component or as
@@ -190,6 +167,13 @@ import PortTestSupport
     /// on.
     @Test(arguments: [["opath-large"], ["opath-checkin", "w"]])
     func aPathOnlyDescriptorIsRefusedAndOnlyThatConnectionClosed(_ peerArguments: [String]) throws {
+        try expectRefusedAndServingOn(peer: peerArguments, error: "O_PATH")
+    }
+
+    /// A peer process (`port_peer.py` with `peer`) sends one hostile
+    /// record: the port reports an error containing `error`, delivers
+    /// nothing of it, and still serves a good right afterwards.
+    private func expectRefusedAndServingOn(peer arguments: [String], error: String) throws {
         let errors = Recorder()
         let received = Recorder()
         let got = Completion()
@@ -207,10 +191,10 @@ import PortTestSupport
         }
         defer { served.stop() }
         let hostile = try served.port.makeSendRight()
-        let peer = try startPeer(peerArguments, passing: hostile)
+        let peer = try startPeer(arguments, passing: hostile)
         #expect(try peer.waitForExit() == 0, "\(peer.standardError)")
         #expect(failed.wait(timeout: .seconds(30)))
-        #expect(errors.all.first?.contains("O_PATH") == true, "\(errors.all)")
+        #expect(errors.all.first?.contains(error) == true, "\(errors.all)")
         #expect(received.all.isEmpty)
         let good = try served.port.makeSendRight()
         #expect(try good.send(PCPortMessage(msgid: 1, strings: ["still served"])) == .sent)
