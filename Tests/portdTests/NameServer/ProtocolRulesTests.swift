@@ -72,8 +72,13 @@ private let generous = PortLimits(maxRecordSize: 196608, maxComponents: 4096, ma
         let transport = MessageTransport()
         let records = [PCPortMessage(msgid: MessageID.hello, strings: ["serial=1", "protocol=2.0"])]
             + (2...9).map { PCPortMessage(msgid: MessageID.status, strings: ["serial=\($0)"]) }
-        for r in records {
-            #expect(try transport.send(r, on: fd, replyPort: nil, replyExpected: true, before: .now() + HarnessTimeout) == .sent)
+        // The HELLO goes; portd may refuse it and close before the rest are
+        // sent (a loaded machine runs portd between two sends): those then
+        // find the receiver gone, which is what the test is not about.
+        #expect(try transport.send(records[0], on: fd, replyPort: nil, replyExpected: true, before: .now() + HarnessTimeout) == .sent)
+        for r in records.dropFirst() {
+            let sent = try transport.send(r, on: fd, replyPort: nil, replyExpected: true, before: .now() + HarnessTimeout)
+            #expect(sent == .sent || sent == .receiverGone, "\(sent)")
         }
         // portd answers HELLO, drops what came behind it unread, and closes:
         // the first read is the refusal (not ECONNRESET), the next the end.
