@@ -305,14 +305,12 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     }
 
     /// Sends `refusal` on a connection not served, then closes it. What
-    /// the peer already sent is read and dropped first: closing an AF_UNIX
-    /// socket with unread records makes the peer's next receive fail with
-    /// ECONNRESET instead of returning the refusal.
+    /// the peer sent is read and dropped first (`discardUnread`): closing
+    /// an AF_UNIX socket with unread records makes the peer's next receive
+    /// fail with ECONNRESET instead of returning the refusal.
     private func refuse(_ fd: consuming OwnedDescriptor, with refusal: PCPortMessage) {
         // `fd` closes on return.
-        for _ in 0..<16 {
-            guard case .message? = try? transport.receive(on: fd) else { break }
-        }
+        discardUnread(fd)
         do {
             _ = try transport.send(refusal, on: fd, replyPort: nil, replyExpected: false, before: .now())
         } catch {
@@ -381,18 +379,28 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     /// handler is told); nothing when there is no such connection. For a
     /// server that ends a client's connection after answering it. Any thread.
     /// Records the peer sent that were not read yet are read and dropped
-    /// first (at most a pass's share): closing a socket with unread records
-    /// would make the peer's next read fail with ECONNRESET before the
-    /// records this port sent it last. Loop thread only.
+    /// first (`discardUnread`): closing a socket with unread records would
+    /// make the peer's next read fail with ECONNRESET before the records
+    /// this port sent it last. Loop thread only.
     package func closeConnection(_ id: UInt64) {
         guard let source = lock.withLock({ connections[id] }) else { return }
-        let share = fairShare.load(ordering: .relaxed)
-        _ = source.withDescriptor { (fd: borrowing OwnedDescriptor) -> Void in
-            for _ in 0..<share {
-                guard case .message? = try? transport.receive(on: fd) else { break }
-            }
-        }
+        _ = source.withDescriptor { (fd: borrowing OwnedDescriptor) -> Void in discardUnread(fd) }
         dropConnection(source, id: id)
+    }
+
+    /// Reads and drops every record queued on a connection about to close.
+    /// Reading is shut down first, so nothing can arrive between the last
+    /// read and the close (a record that did would be left unread, and the
+    /// peer would read ECONNRESET instead of what this port sent it last):
+    /// the peer's sends from then on fail (EPIPE, its "receiver gone"), and
+    /// the queue, which the socket's buffers bound, is read to its end.
+    /// Should the shutdown fail, a pass's share is read, as before.
+    private func discardUnread(_ fd: borrowing OwnedDescriptor) {
+        let shut = (try? UnixSocket.shutdown(fd, .read)) != nil
+        var left = shut ? Int.max : fairShare.load(ordering: .relaxed)
+        while left > 0, case .message? = try? transport.receive(on: fd) {
+            left -= 1
+        }
     }
 
     /// Makes this port receive, from now on, the connections made to the
