@@ -177,6 +177,7 @@ extension NameServer {
         let removal = registry.removeClient(client, now: WallClock.unixMilliseconds())
         for id in removal.watches { overflowing.removeValue(forKey: id)?.source.invalidate() }
         fanout.forget(client)
+        parkedAnswers.removeValue(forKey: client)?.invalidate()
         logger.debug(
             "client gone", metadata: ["client": "\(client)", "released": "\(removal.changes.count)"])
         for change in removal.changes { apply(change, requesterSocket: nil) }

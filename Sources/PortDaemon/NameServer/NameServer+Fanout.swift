@@ -125,6 +125,18 @@ extension NameServer {
 
         /// A client went: its queued answers (and their reply rights) go.
         mutating func forget(_ client: ClientID) { answers[client] = nil }
+
+        /// An answer its client's full queue did not take: first again among
+        /// the client's answers, with no turn in the queue until `resume`.
+        mutating func putBack(_ lookup: Registry.PendingLookup) {
+            answers[lookup.client, default: []].insert(lookup, at: 0)
+        }
+
+        /// The client's queue has room again: each of its answers gets a
+        /// turn (a turn that finds none left is passed over).
+        mutating func resume(_ client: ClientID) {
+            for _ in 0..<(answers[client]?.count ?? 0) { items.append(.answer(client)) }
+        }
     }
 
     /// The most NAME_OWNER_CHANGED and answers one pass of the loop sends.
@@ -202,6 +214,10 @@ extension NameServer {
                 notify(watch, of: telling)
             } else if let answer = fanout.nextAnswer() {
                 guard let lookup = answer else { continue }  // its client went
+                if parkedAnswers[lookup.client] != nil {
+                    fanout.putBack(lookup)  // its turn comes when its queue has room
+                    continue
+                }
                 sent += 1
                 self.answer(lookup)
             }
@@ -242,9 +258,7 @@ extension NameServer {
                     reply(.error(serial: lookup.handle.serial, .limit, exceeded.description)), to: lookup.handle.port,
                     what: "the answer to a waiting lookup of \(name)")
             case .found(let owner):  // not without an owner; answered as found all the same
-                send(
-                    found(lookup.handle.serial, name, owner: owner.process), to: lookup.handle.port,
-                    what: "the answer to a waiting lookup of \(name)")
+                sendAnswer(found(lookup.handle.serial, name, owner: owner.process), of: lookup)
             case .notFound:  // not with a deadline; answered as not found all the same
                 send(
                     reply(.error(serial: lookup.handle.serial, .notFound, "no port is registered as \(name)")),
@@ -252,8 +266,49 @@ extension NameServer {
             }
             return
         }
-        send(
-            found(lookup.handle.serial, name, owner: owner.process), to: lookup.handle.port,
-            what: "the answer to a waiting lookup of \(name)")
+        sendAnswer(found(lookup.handle.serial, name, owner: owner.process), of: lookup)
+    }
+
+    /// Sends a waiting lookup's answer. A client whose queue is full (it
+    /// asked for more answers at once than its socket holds, and reads
+    /// them slower than they come) keeps the answer: it is put back, and
+    /// the client's answers wait, with no turn in the fan-out, until its
+    /// socket is writable again (a one-shot source on it); nothing is
+    /// dropped, and nobody else waits meanwhile.
+    private func sendAnswer(_ message: PCPortMessage, of lookup: Registry.PendingLookup) {
+        guard deliver(message, to: lookup.handle.port, what: "the answer to a waiting lookup of \(lookup.name)") == .timedOut
+        else { return }
+        fanout.putBack(lookup)
+        let client = lookup.client
+        guard parkedAnswers[client] == nil else { return }
+        // A duplicate of the client's socket: its own entry in the loop's
+        // epoll set, beside the control port's source on the original.
+        let duplicate: OwnedDescriptor?
+        do {
+            duplicate = try lookup.handle.port.withDescriptor { (fd) throws(SystemCallError) in try Descriptor.duplicate(fd) }
+        } catch {
+            duplicate = nil
+        }
+        guard let duplicate else {
+            // Closed meanwhile, or out of descriptors: the client cannot be
+            // told when there is room, so it is told nothing more.
+            eventLog.log("closing a client whose answers cannot wait for room", ["client": "\(client)"])
+            loop.perform(inModes: [mode]) { [port] in port.closeConnection(client) }
+            return
+        }
+        let source = PortSource(descriptor: duplicate, events: .writable) { [unowned self] s in
+            s.invalidate()
+            self.parkedAnswers[client] = nil
+            self.fanout.resume(client)
+            self.fanoutSource?.signal()
+        }
+        parkedAnswers[client] = source
+        do {
+            try loop.add(source, forMode: mode)
+        } catch {
+            source.invalidate()
+            eventLog.log("closing a client whose answers cannot wait for room: \(error)", ["client": "\(client)"])
+            loop.perform(inModes: [mode]) { [port] in port.closeConnection(client) }
+        }
     }
 }

@@ -136,6 +136,9 @@ final class NameServer {
     /// (NameServer+Fanout), and the source that sends a share a pass.
     var fanout = Fanout()
     var fanoutSource: RunLoopSource?
+    /// Clients whose queue was full for a waiting lookup's answer: the
+    /// source that gives their answers turns again once it has room.
+    var parkedAnswers: [ClientID: PortSource] = [:]
     /// The clients whose HELLO succeeded (protocol 1.0 agreed).
     var greeted: Set<ClientID> = []
     /// The size of the registry (names and clients) when memory was last

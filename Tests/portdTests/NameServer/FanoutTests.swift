@@ -181,6 +181,67 @@ import PortTestSupport
         #expect(try portd.stop() == 0)
     }
 
+    /// A client that asked for more waiting lookups at once than its
+    /// socket holds answers, and reads none of them until portd has tried
+    /// to send them all, still gets every answer: those its full queue did
+    /// not take wait until it has room (they were dropped, and the client
+    /// waited for them until its own timeout).
+    @Test func answersAClientsFullQueueDidNotTakeWaitForRoom() throws {
+        try #require(getuid() == 0, "this test drops privileges with setpriv: run as root")
+        let dir = try TemporaryDirectory()
+        let portd = try Self.startPortd(dir)
+        let waiters = 1000  // a socket holds about 280 of them
+        let name = "org.example.slowreader"
+        let waiting = try Self.python(
+            """
+            import signal, socket, sys
+            sys.path.insert(0, sys.argv[1])
+            import portd_client
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
+            c = portd_client.Client(sys.argv[2])
+            c.hello
+            n = int(sys.argv[3])
+            for _ in range(n):
+                c.submit_lookup(sys.argv[4], wait_ms=60000)
+            print("sent", n, flush=True)
+            signal.sigwait({signal.SIGUSR1})
+            c.sock.settimeout(20)
+            found = 0
+            try:
+                for _ in range(n):
+                    m = portd_client.receive_record(c.sock)
+                    if m is None:
+                        break
+                    found += m.get("error") is None
+                    m.close_descriptors()
+            except socket.timeout:
+                pass
+            print("found", found, flush=True)
+            """, [portd.socketPath, "\(waiters)", name])
+        defer {
+            waiting.signal(SIGKILL)
+            _ = try? waiting.waitForExit()
+        }
+        try waiting.waitForStandardOutput(containing: "sent \(waiters)\n")
+        let victim = try NameClient(socket: portd.socketPath)
+        var counted = 0
+        let deadline = ContinuousClock.now + HarnessTimeout
+        while counted < waiters, ContinuousClock.now < deadline {
+            counted = Int(try victim.request(MessageID.status).field("lookups") ?? "") ?? 0
+        }
+        try #require(counted >= waiters, "portd counted \(counted) lookups")
+        let owner = try NameClient(socket: portd.socketPath)
+        let registered = try owner.register(name)
+        #expect(registered.outcome == "registered", "\(registered.words)")
+        defer { withExtendedLifetime(registered) {} }
+        // Each STATUS is answered in a pass of its own, and each pass sends
+        // a share of the fan-out (64): after 20, portd has tried every answer.
+        for _ in 0..<20 { _ = try victim.request(MessageID.status) }
+        waiting.signal(SIGUSR1)
+        try waiting.waitForStandardOutput(containing: "found \(waiters)\n")
+        #expect(try portd.stop() == 0)
+    }
+
     @Test func aUIDWhoseChangesLeftTooMuchToSendIsRefusedAndRootIsNot() throws {
         try #require(getuid() == 0, "this test drops privileges with setpriv: run as root")
         let dir = try TemporaryDirectory()
