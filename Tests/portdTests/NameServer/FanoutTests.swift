@@ -43,6 +43,56 @@ import PortTestSupport
             launcher: ["/usr/bin/prlimit", "--nofile=20000:20000"])
     }
 
+    /// A client of uid 65534 that sends `n` LOOKUPs of `name` waiting a
+    /// minute, says "sent N", reads their answers (after a SIGUSR1, when
+    /// asked; a read waits at most 20 s) and says "found N" (the answers
+    /// that found the name).
+    static func startWaiting(
+        _ portd: DaemonProcess, _ n: Int, for name: String, readingAfterSIGUSR1: Bool = false
+    ) throws -> ChildProcess {
+        let waiting = try python(
+            """
+            import signal, socket, sys
+            sys.path.insert(0, sys.argv[1])
+            import portd_client
+            later = sys.argv[5] == "1"
+            if later:
+                signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
+            c = portd_client.Client(sys.argv[2])
+            c.hello
+            n = int(sys.argv[3])
+            for _ in range(n):
+                c.submit_lookup(sys.argv[4], wait_ms=60000)
+            print("sent", n, flush=True)
+            if later:
+                signal.sigwait({signal.SIGUSR1})
+            c.sock.settimeout(20)
+            found = 0
+            try:
+                for _ in range(n):
+                    m = portd_client.receive_record(c.sock)
+                    if m is None:
+                        break
+                    found += m.get("error") is None
+                    m.close_descriptors()
+            except socket.timeout:
+                pass
+            print("found", found, flush=True)
+            """, [portd.socketPath, "\(n)", name, readingAfterSIGUSR1 ? "1" : "0"])
+        try waiting.waitForStandardOutput(containing: "sent \(n)\n")
+        return waiting
+    }
+
+    /// Until portd holds `n` waiting lookups (STATUS lookups=).
+    static func waitUntilHeld(_ n: Int, by portd: DaemonProcess, asking victim: NameClient) throws {
+        var counted = 0
+        let deadline = ContinuousClock.now + HarnessTimeout
+        while counted < n, ContinuousClock.now < deadline {
+            counted = Int(try victim.request(MessageID.status).field("lookups") ?? "") ?? 0
+        }
+        try #require(counted >= n, "portd counted \(counted) lookups")
+    }
+
     /// `script` (the reference client importable) as uid 65534, or as root.
     static func python(_ script: String, _ arguments: [String], asRoot: Bool = false) throws -> ChildProcess {
         let drop = asRoot ? [] : ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
@@ -120,39 +170,13 @@ import PortTestSupport
         let portd = try Self.startPortd(dir)
         let waiters = 4000
         let name = "org.example.awaited"
-        let waiting = try Self.python(
-            """
-            import sys
-            sys.path.insert(0, sys.argv[1])
-            import portd_client
-            c = portd_client.Client(sys.argv[2])
-            c.hello
-            n = int(sys.argv[3])
-            for _ in range(n):
-                c.submit_lookup(sys.argv[4], wait_ms=60000)
-            print("sent", n, flush=True)
-            found = 0
-            for _ in range(n):
-                m = portd_client.receive_record(c.sock)
-                if m is None:
-                    break
-                found += m.get("error") is None
-                m.close_descriptors()
-            print("found", found, flush=True)
-            """, [portd.socketPath, "\(waiters)", name])
+        let waiting = try Self.startWaiting(portd, waiters, for: name)
         defer {
             waiting.signal(SIGKILL)
             _ = try? waiting.waitForExit()
         }
-        try waiting.waitForStandardOutput(containing: "sent \(waiters)\n")
-        // portd holds them all once it has counted them (STATUS lookups=).
         let victim = try NameClient(socket: portd.socketPath)
-        var counted = 0
-        let deadline = ContinuousClock.now + HarnessTimeout
-        while counted < waiters, ContinuousClock.now < deadline {
-            counted = Int(try victim.request(MessageID.status).field("lookups") ?? "") ?? 0
-        }
-        try #require(counted >= waiters, "portd counted \(counted) lookups")
+        try Self.waitUntilHeld(waiters, by: portd, asking: victim)
 
         // The owner (root) keeps its listening socket and never accepts:
         // each answer is a connection in its backlog (4,096).
@@ -192,44 +216,13 @@ import PortTestSupport
         let portd = try Self.startPortd(dir)
         let waiters = 1000  // a socket holds about 280 of them
         let name = "org.example.slowreader"
-        let waiting = try Self.python(
-            """
-            import signal, socket, sys
-            sys.path.insert(0, sys.argv[1])
-            import portd_client
-            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
-            c = portd_client.Client(sys.argv[2])
-            c.hello
-            n = int(sys.argv[3])
-            for _ in range(n):
-                c.submit_lookup(sys.argv[4], wait_ms=60000)
-            print("sent", n, flush=True)
-            signal.sigwait({signal.SIGUSR1})
-            c.sock.settimeout(20)
-            found = 0
-            try:
-                for _ in range(n):
-                    m = portd_client.receive_record(c.sock)
-                    if m is None:
-                        break
-                    found += m.get("error") is None
-                    m.close_descriptors()
-            except socket.timeout:
-                pass
-            print("found", found, flush=True)
-            """, [portd.socketPath, "\(waiters)", name])
+        let waiting = try Self.startWaiting(portd, waiters, for: name, readingAfterSIGUSR1: true)
         defer {
             waiting.signal(SIGKILL)
             _ = try? waiting.waitForExit()
         }
-        try waiting.waitForStandardOutput(containing: "sent \(waiters)\n")
         let victim = try NameClient(socket: portd.socketPath)
-        var counted = 0
-        let deadline = ContinuousClock.now + HarnessTimeout
-        while counted < waiters, ContinuousClock.now < deadline {
-            counted = Int(try victim.request(MessageID.status).field("lookups") ?? "") ?? 0
-        }
-        try #require(counted >= waiters, "portd counted \(counted) lookups")
+        try Self.waitUntilHeld(waiters, by: portd, asking: victim)
         let owner = try NameClient(socket: portd.socketPath)
         let registered = try owner.register(name)
         #expect(registered.outcome == "registered", "\(registered.words)")
