@@ -60,8 +60,9 @@ extension PortNameServer {
     }
 
     /// A send right to `name`'s port (NSPortNameServer portForName:), or nil
-    /// when nobody owns the name. The right lives as long as its holder
-    /// keeps it.
+    /// when nobody owns the name: portd is asked each time, as Apple's asks
+    /// its name server, so the answer is the name's owner now. The right
+    /// lives as long as its holder keeps it.
     public func port(forName name: String) throws(NameServerError) -> SendRight? {
         try lookup(name)
     }

@@ -26,10 +26,10 @@ package enum Descriptor {
     /// (shared by every duplicate, in every process). The corresponding C
     /// function is `fcntl(F_SETFL)`.
     package static func setNonBlocking(_ fd: borrowing OwnedDescriptor, _ nonBlocking: Bool) throws(SystemCallError) {
-        let fd = fd.rawValue
-        let flags = try SystemCall.must("fcntl(F_GETFL)") { fcntl(fd, F_GETFL) }
+        let flags = try statusFlags(fd)
         let wanted = nonBlocking ? flags | O_NONBLOCK : flags & ~O_NONBLOCK
         if wanted != flags {
+            let fd = fd.rawValue
             _ = try SystemCall.must("fcntl(F_SETFL)") { fcntl(fd, F_SETFL, wanted) }
         }
     }
@@ -39,10 +39,15 @@ package enum Descriptor {
     /// F_DUPFD, close) fails on it with EBADF, which SystemCall treats as
     /// PortCore's own bug. A peer can send one in a record, so received
     /// descriptors are asked this before anything else is done with them.
-    /// The corresponding C function is `fcntl(F_GETFL)`.
     package static func isPathOnly(_ fd: borrowing OwnedDescriptor) throws(SystemCallError) -> Bool {
+        try statusFlags(fd) & PORT_O_PATH != 0
+    }
+
+    /// The open file description's status flags (access mode, O_NONBLOCK,
+    /// O_PATH...). The corresponding C function is `fcntl(F_GETFL)`.
+    private static func statusFlags(_ fd: borrowing OwnedDescriptor) throws(SystemCallError) -> Int32 {
         let fd = fd.rawValue
-        return try SystemCall.must("fcntl(F_GETFL)") { fcntl(fd, F_GETFL) } & PORT_O_PATH != 0
+        return try SystemCall.must("fcntl(F_GETFL)") { fcntl(fd, F_GETFL) }
     }
 
     /// The outcome of one read.

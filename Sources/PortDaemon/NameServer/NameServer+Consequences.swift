@@ -141,14 +141,16 @@ extension NameServer {
     }
 
     /// Sends without waiting; the outcome, nil (logged) when the send failed.
-    func deliver(_ message: PCPortMessage, to right: SendRight, what: String) -> SendResult? {
+    /// `keptWhenFull`: the caller keeps the message for later when the
+    /// receiver's queue is full, so that is not logged as "not sent".
+    func deliver(_ message: PCPortMessage, to right: SendRight, what: String, keptWhenFull: Bool = false) -> SendResult? {
         do {
             let outcome = try right.send(message, timeout: .zero)
             switch outcome {
             case .sent:
                 break
             case .timedOut:
-                eventLog.log("not sent: \(what): the receiver's queue is full", [:])
+                if !keptWhenFull { eventLog.log("not sent: \(what): the receiver's queue is full", [:]) }
             case .receiverGone:
                 logger.debug("not sent: \(what): the receiver is gone")
             }

@@ -276,8 +276,9 @@ extension NameServer {
     /// socket is writable again (a one-shot source on it); nothing is
     /// dropped, and nobody else waits meanwhile.
     private func sendAnswer(_ message: PCPortMessage, of lookup: Registry.PendingLookup) {
-        guard deliver(message, to: lookup.handle.port, what: "the answer to a waiting lookup of \(lookup.name)") == .timedOut
-        else { return }
+        let outcome = deliver(
+            message, to: lookup.handle.port, what: "the answer to a waiting lookup of \(lookup.name)", keptWhenFull: true)
+        guard outcome == .timedOut else { return }
         fanout.putBack(lookup)
         let client = lookup.client
         guard parkedAnswers[client] == nil else { return }
