@@ -217,15 +217,12 @@ extension NameServer {
         deadlineTimer = (timer, next)
     }
 
-    /// Answers "timeout" to every lookup whose deadline passed.
+    /// Queues the answers of the lookups whose deadline passed: each is
+    /// answered `timeout` in its turn of the fan-out (NameServer+Fanout),
+    /// kept, like every waiting lookup's answer, while its client's queue
+    /// is full.
     private func expireLookups() {
-        for lookup in registry.expireLookups(now: loop.clock.now()) {
-            let timeout = Reply.error(
-                serial: lookup.handle.serial, .timeout, "no port was registered as \(lookup.name) in time")
-            send(
-                PCPortMessage(reply: timeout), to: lookup.handle.port,
-                what: "the timeout of a lookup of \(lookup.name)")
-        }
+        queueAnswers(registry.expireLookups(now: loop.clock.now()))
         rearmDeadlineTimer()
     }
 }

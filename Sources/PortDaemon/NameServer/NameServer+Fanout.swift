@@ -28,7 +28,11 @@
 //     change made by a client that goes is queued whatever its uid's share;
 //   - an answer names the name's owner when it is sent, and its port is a
 //     connection to that owner's socket; a name that lost its owner before
-//     the answer's turn makes the lookup wait again, until its deadline.
+//     the answer's turn makes the lookup wait again, until its deadline;
+//   - a lookup whose deadline passed is queued like an answered one, and
+//     answered `timeout` in its turn (unless the name has an owner by then);
+//   - no answer is dropped for a full queue: `sendAnswer` keeps it until
+//     its client has room.
 
 import Logging
 import PortCore
@@ -176,11 +180,17 @@ extension NameServer {
         fanoutSource?.signal()
     }
 
+    /// Queues the answers of `lookups`: those a change took, or those whose
+    /// deadline passed.
+    func queueAnswers(_ lookups: [Registry.PendingLookup]) {
+        guard !lookups.isEmpty else { return }
+        for lookup in lookups { fanout.answer(lookup) }
+        fanoutSource?.signal()
+    }
+
     /// Queues the answers of the lookups `change` took.
     func queueAnswers(_ change: OwnerChange) {
-        guard !change.answeredLookups.isEmpty else { return }
-        for lookup in change.answeredLookups { fanout.answer(lookup) }
-        fanoutSource?.signal()
+        queueAnswers(change.answeredLookups)
     }
 
     /// One pass's share of the fan-out; signals itself again while work is left.
@@ -243,30 +253,35 @@ extension NameServer {
 
     /// The answer to a lookup that waited: the name's owner now, and a
     /// connection to its port. A name that has no owner again makes the
-    /// lookup wait again, until its deadline.
+    /// lookup wait again, until its deadline; once that has passed, the
+    /// answer is `timeout`. Every answer goes through `sendAnswer`, so a
+    /// full queue keeps it whatever it says.
     private func answer(_ lookup: Registry.PendingLookup) {
         let name = lookup.name
-        guard let owner = registry.owner(of: name) else {
-            let outcome = registry.lookUp(
-                name, client: lookup.client, waitUntil: (lookup.deadline, lookup.handle),
-                answersQueued: fanout.answersQueued(for: lookup.client))
-            switch outcome {
-            case .waiting:
-                rearmDeadlineTimer()
-            case .limit(let exceeded):
-                send(
-                    reply(.error(serial: lookup.handle.serial, .limit, exceeded.description)), to: lookup.handle.port,
-                    what: "the answer to a waiting lookup of \(name)")
-            case .found(let owner):  // not without an owner; answered as found all the same
-                sendAnswer(found(lookup.handle.serial, name, owner: owner.process), of: lookup)
-            case .notFound:  // not with a deadline; answered as not found all the same
-                send(
-                    reply(.error(serial: lookup.handle.serial, .notFound, "no port is registered as \(name)")),
-                    to: lookup.handle.port, what: "the answer to a waiting lookup of \(name)")
-            }
+        if let owner = registry.owner(of: name) {
+            sendAnswer(found(lookup.handle.serial, name, owner: owner.process), of: lookup)
             return
         }
-        sendAnswer(found(lookup.handle.serial, name, owner: owner.process), of: lookup)
+        if lookup.deadline <= loop.clock.now() {
+            sendAnswer(
+                reply(.error(serial: lookup.handle.serial, .timeout, "no port was registered as \(name) in time")),
+                of: lookup)
+            return
+        }
+        let outcome = registry.lookUp(
+            name, client: lookup.client, waitUntil: (lookup.deadline, lookup.handle),
+            answersQueued: fanout.answersQueued(for: lookup.client))
+        switch outcome {
+        case .waiting:
+            rearmDeadlineTimer()
+        case .limit(let exceeded):
+            sendAnswer(reply(.error(serial: lookup.handle.serial, .limit, exceeded.description)), of: lookup)
+        case .found(let owner):  // not without an owner; answered as found all the same
+            sendAnswer(found(lookup.handle.serial, name, owner: owner.process), of: lookup)
+        case .notFound:  // not with a deadline; answered as not found all the same
+            sendAnswer(
+                reply(.error(serial: lookup.handle.serial, .notFound, "no port is registered as \(name)")), of: lookup)
+        }
     }
 
     /// Sends a waiting lookup's answer. A client whose queue is full (it

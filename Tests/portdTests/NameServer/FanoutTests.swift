@@ -43,12 +43,14 @@ import PortTestSupport
             launcher: ["/usr/bin/prlimit", "--nofile=20000:20000"])
     }
 
-    /// A client of uid 65534 that sends `n` LOOKUPs of `name` waiting a
-    /// minute, says "sent N", reads their answers (after a SIGUSR1, when
-    /// asked; a read waits at most 20 s) and says "found N" (the answers
-    /// that found the name).
+    /// A client of uid 65534 that sends `n` LOOKUPs of `name` waiting
+    /// `waitMilliseconds` (a minute), says "sent N", reads their answers
+    /// (after a SIGUSR1, when asked; a read waits at most 20 s) and says
+    /// "found F answered A" (the answers that found the name, and all the
+    /// answers read).
     static func startWaiting(
-        _ portd: DaemonProcess, _ n: Int, for name: String, readingAfterSIGUSR1: Bool = false
+        _ portd: DaemonProcess, _ n: Int, for name: String, waitMilliseconds: Int = 60000,
+        readingAfterSIGUSR1: Bool = false
     ) throws -> ChildProcess {
         let waiting = try python(
             """
@@ -62,23 +64,24 @@ import PortTestSupport
             c.hello
             n = int(sys.argv[3])
             for _ in range(n):
-                c.submit_lookup(sys.argv[4], wait_ms=60000)
+                c.submit_lookup(sys.argv[4], wait_ms=int(sys.argv[6]))
             print("sent", n, flush=True)
             if later:
                 signal.sigwait({signal.SIGUSR1})
             c.sock.settimeout(20)
-            found = 0
+            found = answered = 0
             try:
                 for _ in range(n):
                     m = portd_client.receive_record(c.sock)
                     if m is None:
                         break
+                    answered += 1
                     found += m.get("error") is None
                     m.close_descriptors()
             except socket.timeout:
                 pass
-            print("found", found, flush=True)
-            """, [portd.socketPath, "\(n)", name, readingAfterSIGUSR1 ? "1" : "0"])
+            print("found", found, "answered", answered, flush=True)
+            """, [portd.socketPath, "\(n)", name, readingAfterSIGUSR1 ? "1" : "0", "\(waitMilliseconds)"])
         try waiting.waitForStandardOutput(containing: "sent \(n)\n")
         return waiting
     }
@@ -201,7 +204,7 @@ import PortTestSupport
         var latencies: [Duration] = []
         for _ in 0..<3 { latencies.append(try Self.statusRoundTrip(victim)) }
         #expect(latencies.max()! < Self.bound, "STATUS round trips while the lookups are answered: \(latencies)")
-        try waiting.waitForStandardOutput(containing: "found \(waiters)\n")
+        try waiting.waitForStandardOutput(containing: "found \(waiters) answered \(waiters)\n")
         #expect(try portd.stop() == 0)
     }
 
@@ -231,7 +234,33 @@ import PortTestSupport
         // a share of the fan-out (64): after 20, portd has tried every answer.
         for _ in 0..<20 { _ = try victim.request(MessageID.status) }
         waiting.signal(SIGUSR1)
-        try waiting.waitForStandardOutput(containing: "found \(waiters)\n")
+        try waiting.waitForStandardOutput(containing: "found \(waiters) answered \(waiters)\n")
+        #expect(try portd.stop() == 0)
+    }
+
+    /// Likewise for the answers of lookups whose wait ended (`timeout`):
+    /// they were sent at once from the deadline's timer, and those a full
+    /// queue did not take were dropped.
+    @Test func timeoutsAClientsFullQueueDidNotTakeWaitForRoom() throws {
+        try #require(getuid() == 0, "this test drops privileges with setpriv: run as root")
+        let dir = try TemporaryDirectory()
+        let portd = try Self.startPortd(dir)
+        let waiters = 1000
+        let waiting = try Self.startWaiting(
+            portd, waiters, for: "org.example.never", waitMilliseconds: 300, readingAfterSIGUSR1: true)
+        defer {
+            waiting.signal(SIGKILL)
+            _ = try? waiting.waitForExit()
+        }
+        let victim = try NameClient(socket: portd.socketPath)
+        // A lookup of the victim's own whose wait ends after theirs: its
+        // answer comes after theirs in the fan-out's order, so once it is
+        // read, portd has tried to send every one of them.
+        #expect(try victim.lookUp("org.example.never", waitMilliseconds: 300).outcome == "timeout")
+        waiting.signal(SIGUSR1)
+        // (Longer than its own 20 s for a read, so that a failure shows its count.)
+        #expect(try waiting.waitForExit(timeout: HarnessTimeout * 2) == 0)
+        #expect(waiting.standardOutput.hasSuffix("found 0 answered \(waiters)\n"), "\(waiting.standardOutput)")
         #expect(try portd.stop() == 0)
     }
 
