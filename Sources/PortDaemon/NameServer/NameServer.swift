@@ -141,6 +141,9 @@ final class NameServer {
     var parkedAnswers: [ClientID: PortSource] = [:]
     /// The clients whose HELLO succeeded (protocol 1.0 agreed).
     var greeted: Set<ClientID> = []
+    /// Where each client's last LIST stopped, when it stopped because it
+    /// had looked at its share of names (NameServer+Requests, `list`).
+    var listCursors: [ClientID: ListCursor] = [:]
     /// The size of the registry (names and clients) when memory was last
     /// given back to the kernel, or its peak since (`clientGone`).
     var memoryMark = 0
