@@ -185,7 +185,7 @@ import PortTestSupport
             executable: "/usr/bin/setpriv",
             arguments: ["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", script, name],
             environment: ChildProcess.cleanEnvironment())
-        defer { listener.signal(SIGKILL); _ = try? listener.waitForExit() }
+        defer { listener.killAndReap() }
         try listener.waitForStandardOutput(containing: "ready")
         let fd = try UnixSocket.makeSocket()
         try #require(try UnixSocket.connect(fd, to: UnixSocketAddress(abstract: name)) == .connected)
