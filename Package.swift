@@ -70,7 +70,7 @@ let package = Package(
         .target(
             name: "PortDaemon",
             dependencies: [
-                "PortCore", "PortActivation", "CSystemd",
+                "PortCore", "PortActivation", "CSystemd", "PortWire",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -79,7 +79,7 @@ let package = Package(
         .executableTarget(
             name: "portctl",
             dependencies: [
-                "PortCore", "PortActivation",
+                "PortCore", "PortActivation", "PortWire",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -135,7 +135,7 @@ let package = Package(
         ),
         .testTarget(
             name: "portctlTests",
-            dependencies: ["portctl", "PortCore", "PortActivation", "PortTestSupport"]
+            dependencies: ["portctl", "PortCore", "PortActivation", "PortWire", "PortTestSupport"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -18,6 +18,7 @@
 
 import ArgumentParser
 import PortCore
+import PortWire
 
 enum MessageRendering {
     /// The most bytes of one component text output shows by default.

@@ -7,6 +7,7 @@ import Foundation
 import Testing
 
 import PortCore
+import PortWire
 import PortTestSupport
 @testable import portctl
 

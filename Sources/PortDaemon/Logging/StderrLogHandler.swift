@@ -3,14 +3,17 @@
 // supervisor other than systemd).
 //
 // Format, one line per event: `portd: LEVEL: message key=value key=value`,
-// metadata sorted by key so lines are stable; newlines inside a message are
-// escaped so one event stays one line. No timestamp: whatever collects
+// metadata sorted by key so lines are stable; control characters inside a
+// message or a value (newlines, ESC, bidirectional controls: much of the
+// text comes from clients) are escaped (TextEscape.controls), so one event
+// stays one line and nothing in it acts on the terminal that shows it. No timestamp: whatever collects
 // standard error adds its own. Writes go straight to STDERR_FILENO (Swift
 // 6 has no usable `stderr` global) in one write per line, so lines from
 // different threads do not interleave mid-line.
 
 import Logging
 import PortCore
+import PortWire
 
 struct StderrLogHandler: PortdLogHandler {
     var metadata: Logger.Metadata = [:]
@@ -44,8 +47,5 @@ struct StderrLogHandler: PortdLogHandler {
         return text + "\n"
     }
 
-    private static func escaped(_ text: String) -> String {
-        guard text.contains(where: \.isNewline) else { return text }
-        return text.replacing("\r\n", with: "\\n").replacing("\n", with: "\\n").replacing("\r", with: "\\r")
-    }
+    private static func escaped(_ text: String) -> String { TextEscape.controls(text) }
 }

@@ -5,6 +5,7 @@
 
 import ArgumentParser
 import PortCore
+import PortWire
 
 struct List: ParsableCommand {
     static let configuration = CommandConfiguration(

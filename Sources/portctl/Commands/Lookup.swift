@@ -3,6 +3,7 @@
 
 import ArgumentParser
 import PortCore
+import PortWire
 
 struct Lookup: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -18,6 +18,7 @@
 
 import ArgumentParser
 import PortCore
+import PortWire
 
 struct Monitor: ParsableCommand {
     static let configuration = CommandConfiguration(

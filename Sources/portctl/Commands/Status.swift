@@ -5,6 +5,7 @@
 
 import ArgumentParser
 import PortCore
+import PortWire
 
 struct Status: ParsableCommand {
     static let configuration = CommandConfiguration(

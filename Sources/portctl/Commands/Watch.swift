@@ -7,6 +7,7 @@
 
 import ArgumentParser
 import PortCore
+import PortWire
 
 struct Watch: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -8,10 +8,12 @@
 //   is not valid UTF-8; \u{NNNN} for the C1 controls (U+0080 to U+009F) and
 //   the Unicode line separators and bidirectional controls, which
 //   terminals also act on.
+// Used for what portctl prints, and (`controls`) for the text of portd's
+// log lines, much of which comes from clients.
 
-enum TextEscape {
+package enum TextEscape {
     /// `bytes` as a printable string, without quotes around it.
-    static func escape(_ bytes: UnsafeRawBufferPointer) -> String {
+    package static func escape(_ bytes: UnsafeRawBufferPointer) -> String {
         var out = ""
         out.reserveCapacity(bytes.count)
         var i = 0
@@ -46,13 +48,42 @@ enum TextEscape {
         return out
     }
 
-    static func escape(_ bytes: [UInt8]) -> String { bytes.withUnsafeBytes { escape($0) } }
+    package static func escape(_ bytes: [UInt8]) -> String { bytes.withUnsafeBytes { escape($0) } }
 
     /// `bytes` escaped and between double quotes.
-    static func quoted(_ bytes: UnsafeRawBufferPointer) -> String { "\"" + escape(bytes) + "\"" }
+    package static func quoted(_ bytes: UnsafeRawBufferPointer) -> String { "\"" + escape(bytes) + "\"" }
 
     /// A string from somewhere else (a name, a message from portd), escaped the same way.
-    static func escape(_ s: String) -> String { escape(Array(s.utf8)) }
+    package static func escape(_ s: String) -> String { escape(Array(s.utf8)) }
+
+    /// `text` with only its control characters escaped, as `escape` writes
+    /// them (a newline is `\n`, ESC `\x1b`, U+202E `\u{202e}`); quotes,
+    /// backslashes and all printable text stay as they are. For log lines:
+    /// one event stays one line, and nothing a client wrote acts on the
+    /// terminal or the log viewer that shows it.
+    package static func controls(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f || isControl($0) }) else {
+            return text
+        }
+        var out = ""
+        out.reserveCapacity(text.utf8.count + 8)
+        for scalar in text.unicodeScalars {
+            switch scalar.value {
+            case 0x0a: out += "\\n"
+            case 0x0d: out += "\\r"
+            case 0x09: out += "\\t"
+            case 0x00: out += "\\0"
+            case 0x01..<0x20, 0x7f: out += hex(UInt8(scalar.value))
+            default:
+                if isControl(scalar) {
+                    out += "\\u{" + String(scalar.value, radix: 16) + "}"
+                } else {
+                    out.unicodeScalars.append(scalar)
+                }
+            }
+        }
+        return out
+    }
 
     private static func hex(_ b: UInt8) -> String {
         let digits = Array("0123456789abcdef".utf8)
