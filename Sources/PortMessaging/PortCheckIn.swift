@@ -39,24 +39,45 @@ extension SendRight {
 /// The server half: a port handler that takes check-in messages, keeps each
 /// worker's right, and tells `onCheckIn` and, when the worker's port goes
 /// away, `onWorkerGone`. Other messages go to `otherMessages`.
+///
+/// Each worker kept holds a descriptor (its right), for as long as its
+/// port lives; any peer that can send to the server's port can check in.
+/// So the server keeps at most `maxWorkersPerUID` workers of one uid (as
+/// the kernel reports the sender) at a time: a check-in beyond that is
+/// refused (its right closed at once, `onCheckIn` not called), and a
+/// worker that goes makes room again.
 public final class CheckInServer: @unchecked Sendable {
-    // Safe to share: `workersByID` is a Mutex; everything else is immutable.
+    // Safe to share: `state` is a Mutex; everything else is immutable.
     public let msgid: UInt32
+    /// The most workers of one uid kept at a time.
+    public let maxWorkersPerUID: Int
     private let loop: PCRunLoop
     private let mode: PCRunLoop.Mode
     private let onCheckIn: (CheckedInWorker) -> Void
     private let onWorkerGone: ((CheckedInWorker) -> Void)?
     private let otherMessages: PCPort.Handler?
-    private let workersByID = Mutex<[ObjectIdentifier: CheckedInWorker]>([:])
+    private let state = Mutex<Workers>(Workers())
+
+    /// The workers kept, and how many of each uid.
+    private struct Workers {
+        var byID: [ObjectIdentifier: CheckedInWorker] = [:]
+        var countByUID: [UInt32: Int] = [:]
+    }
+
+    /// The uid a worker is counted against (a sender the kernel did not
+    /// name counts against one key of its own).
+    private static func uid(of worker: CheckedInWorker) -> UInt32 { worker.credentials?.uid ?? .max }
 
     /// Invalidation of workers is watched on `loop` in `mode` (the loop the
     /// server's port is scheduled on).
     public init(
         msgid: UInt32 = WireFormat.checkInMessageID, loop: PCRunLoop, mode: PCRunLoop.Mode = .common,
+        maxWorkersPerUID: Int = 256,
         onCheckIn: @escaping (CheckedInWorker) -> Void, onWorkerGone: ((CheckedInWorker) -> Void)? = nil,
         otherMessages: PCPort.Handler? = nil
     ) {
         self.msgid = msgid
+        self.maxWorkersPerUID = max(1, maxWorkersPerUID)
         self.loop = loop
         self.mode = mode
         self.onCheckIn = onCheckIn
@@ -65,7 +86,7 @@ public final class CheckInServer: @unchecked Sendable {
     }
 
     /// The workers checked in and still alive.
-    public var workers: [CheckedInWorker] { workersByID.withLockAnnotated { Array($0.values) } }
+    public var workers: [CheckedInWorker] { state.withLockAnnotated { Array($0.byID.values) } }
 
     /// Installs this server as `port`'s handler.
     public func serve(_ port: PCPort) {
@@ -80,13 +101,28 @@ public final class CheckInServer: @unchecked Sendable {
         let worker = CheckedInWorker(
             name: message.components.first?.string, port: right, credentials: message.sender)
         let id = ObjectIdentifier(right)
-        workersByID.withLockAnnotated { $0[id] = worker }
+        let uid = Self.uid(of: worker)
+        let kept = state.withLockAnnotated { (workers: inout Workers) -> Bool in
+            let n = workers.countByUID[uid, default: 0]
+            guard n < maxWorkersPerUID else { return false }
+            workers.countByUID[uid] = n + 1
+            workers.byID[id] = worker
+            return true
+        }
+        guard kept else {
+            right.invalidate()  // refused: its descriptor goes now
+            return nil
+        }
         do {
             try right.onInvalidation(in: loop, forMode: mode) { [weak self] in
                 guard let self else { return }
-                if let gone = self.workersByID.withLockAnnotated({ $0.removeValue(forKey: id) }) {
-                    self.onWorkerGone?(gone)
+                let gone = self.state.withLockAnnotated { (workers: inout Workers) -> CheckedInWorker? in
+                    guard let gone = workers.byID.removeValue(forKey: id) else { return nil }
+                    let n = workers.countByUID[uid, default: 1] - 1
+                    workers.countByUID[uid] = n > 0 ? n : nil
+                    return gone
                 }
+                if let gone { self.onWorkerGone?(gone) }
             }
         } catch {
             // Cannot watch it: it is still usable, and a send will tell.

@@ -156,6 +156,62 @@ import PortTestSupport
         serverPort.invalidate()
     }
 
+    /// A server keeps at most `maxWorkersPerUID` workers of one uid: any
+    /// peer may check in, and each worker kept holds a descriptor, so one
+    /// peer checking in again and again made it hold one per message. A
+    /// worker that goes makes room for the next.
+    @Test func aServerKeepsAtMostItsWorkersPerUIDAndAGoneOneMakesRoom() throws {
+        let serverPort = PCPort()
+        let log = Recorder()
+        let gone = Completion()
+        let server = LoopThread { loop in
+            let checkIns = CheckInServer(
+                loop: loop, mode: .default, maxWorkersPerUID: 2,
+                onCheckIn: { w in log.add("in: \(w.name ?? "?")") }, onWorkerGone: { w in
+                    log.add("gone: \(w.name ?? "?")")
+                    gone.signal()
+                },
+                otherMessages: { _ in
+                    // After the check-ins sent before it on the same connection.
+                    PCPortMessage(msgid: 2, strings: ["\(checkInsKept(loop))"])
+                })
+            CheckInServerBox.current.withLock { $0 = checkIns }
+            checkIns.serve(serverPort)
+            try! serverPort.schedule(in: loop, forMode: .default)
+            loop.add(PCTimer(fireAt: .distantFuture) { _ in }, forMode: .default)
+            loop.runInMode(.default, timeout: .seconds(60))
+        }
+        server.go()
+        defer {
+            server.loop.stop()
+            server.join()
+            serverPort.invalidate()
+        }
+        let toServer = try serverPort.makeSendRight()
+        let workers = (1...4).map { _ in PCPort() }
+        for (i, w) in workers.enumerated() {
+            #expect(try toServer.checkIn(workerPort: w, name: "w\(i + 1)") == .sent)
+        }
+        guard case .reply(let kept) = try toServer.request(PCPortMessage(msgid: 1), receiveTimeout: .seconds(30)) else {
+            Issue.record("no answer after the check-ins")
+            return
+        }
+        #expect(kept.components.first?.string == "2")
+        #expect(log.all == ["in: w1", "in: w2"])
+        // w1 goes: the server is told, and the next check-in is kept.
+        workers[0].invalidate()
+        #expect(gone.wait(timeout: .seconds(30)))
+        let fifth = PCPort()
+        #expect(try toServer.checkIn(workerPort: fifth, name: "w5") == .sent)
+        guard case .reply(let after) = try toServer.request(PCPortMessage(msgid: 1), receiveTimeout: .seconds(30)) else {
+            Issue.record("no answer after the fifth check-in")
+            return
+        }
+        #expect(after.components.first?.string == "2")
+        #expect(log.all == ["in: w1", "in: w2", "gone: w1", "in: w5"])
+        (workers + [fifth]).forEach { $0.invalidate() }
+    }
+
     @Test func anUnsealedMemfdIsRefusedAndOnlyThatConnectionClosed() throws {
         try expectRefusedAndServingOn(peer: ["unsealed-memfd"], error: "large component refused")
     }
@@ -253,4 +309,15 @@ import PortTestSupport
         #expect(r.reply?.components.first?.string == "async reply")
         replier.invalidate()
     }
+}
+
+/// The check-in server of `aServerKeepsAtMostItsWorkersPerUIDAndAGoneOneMakesRoom`,
+/// for its own handler to count its workers.
+private enum CheckInServerBox {
+    static let current = Mutex<CheckInServer?>(nil)
+}
+
+/// How many workers the test's check-in server keeps.
+private func checkInsKept(_ loop: PCRunLoop) -> Int {
+    CheckInServerBox.current.withLock { $0?.workers.count ?? -1 }
 }
