@@ -505,9 +505,18 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
 
     // MARK: Invalidation
 
-    /// Calls `handler` when the port is invalidated (on the invalidating thread).
+    /// Calls `handler` when the port is invalidated (on the invalidating
+    /// thread). On a port already invalid, `handler` runs at once, on the
+    /// calling thread (CFMessagePortSetInvalidationCallBack: "If the port
+    /// is already invalid, callout is invoked immediately"), so a handler
+    /// added just after another thread invalidated the port is not lost.
     public func onInvalidation(_ handler: @escaping () -> Void) {
-        lock.withLock { invalidationHandlers.append(handler) }
+        let added = lock.withLock { () -> Bool in
+            guard valid else { return false }
+            invalidationHandlers.append(handler)
+            return true
+        }
+        if !added { handler() }
     }
 
     /// Closes every descriptor of the port and removes it from every run
