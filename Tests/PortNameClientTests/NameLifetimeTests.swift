@@ -2,7 +2,8 @@
 // right found by lookup keeps working after the client that found it is
 // gone; an existing port can be given a name (NSPortNameServer
 // registerPort:name:), found (portForName:) and removed
-// (removePortForName:), and its invalidation gives the name up.
+// (removePortForName:), and its invalidation gives the name up while the
+// name is still its own.
 
 import Glibc
 import Synchronization
@@ -69,5 +70,27 @@ import PortTestSupport
         #expect(try owner.owner(svc) != nil)
         port.invalidate()
         #expect(try owner.owner(svc) == nil)
+    }
+
+    /// removePortForName: ends the old port's hold on the name: a port
+    /// that had the name, was removed from it and is invalidated (or
+    /// freed) after the name went to another port of the same client
+    /// leaves the name to that port (it released the name by its string).
+    @Test func invalidatingAPortWhoseNameWasRemovedLeavesTheNameToItsNewPort() throws {
+        let daemon = try DaemonProcess.started()
+        let owner = try daemon.client()
+        let user = try daemon.client()
+        let svc = name("handover")
+        let (old, _) = try inbox()
+        let (new, got) = try inbox()
+        defer { new.invalidate() }
+        #expect(try owner.register(old, name: svc))
+        #expect(try owner.removePort(forName: svc))
+        #expect(try owner.register(new, name: svc))
+        old.invalidate()
+        #expect(try owner.owner(svc) != nil, "the old port's invalidation released the new port's name")
+        let right = try #require(try user.port(forName: svc))
+        #expect(try right.send(PCPortMessage(msgid: 4), timeout: .seconds(5)) == .sent)
+        #expect(got.wait(timeout: .seconds(20)))
     }
 }
