@@ -39,7 +39,8 @@ extension PortNameServer {
     /// true when the name is now the port's, false when someone owns it.
     /// The name lasts while this client's connection does (for `shared`,
     /// the process's life), until `removePort(forName:)`, or until the
-    /// port is invalidated. The port must not have a name already.
+    /// port is invalidated. The port must not have a name already; one
+    /// whose name was removed may be registered again (under any name).
     @discardableResult
     public func register(_ port: PCPort, name: String) throws(NameServerError) -> Bool {
         switch try register(name) {
