@@ -713,9 +713,10 @@ class Client:
             entries += page.entries
             if not page.more:
                 return entries
-            if not page.entries:
-                raise WireError("LIST said more=1 with an empty page")
-            after = page.entries[-1].name
+            # An empty page with more=1: portd looked at its share of names
+            # this client may not see; the same after= goes on from there.
+            if page.entries:
+                after = page.entries[-1].name
 
     def submit_owner(self, name, start=None):
         fields = [("name", name)] + ([("from", start)] if start is not None else [])
@@ -1118,7 +1119,8 @@ class Check:
                 entries += page.entries
                 if not page.more:
                     break
-                after = page.entries[-1].name
+                if page.entries:
+                    after = page.entries[-1].name
             listed = [e.name for e in entries]
             expect(listed == sorted(listed, key=lambda s: s.encode()), "not in byte order")
             expect(len(set(listed)) == len(listed), "a name listed twice")

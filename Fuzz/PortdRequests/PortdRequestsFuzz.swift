@@ -182,7 +182,7 @@ enum PortdRequestsFuzz {
         var message = received
         message.setReceived(
             sender: sender, connectionID: client.connectionID, connectionCredentials: client.credentials,
-            passedReplyPort: replyExpected ? received.replyPort : nil)
+            passedReplyPort: replyExpected ? received.replyPort : nil, expectsReply: replyExpected)
         if replyExpected {
             message.replyPort = SendRight(
                 connection: client.portdEnd, oneShotReply: true, limits: NameServerHarness.controlPortLimits)

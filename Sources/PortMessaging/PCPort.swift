@@ -724,6 +724,7 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
                 let replyRight = SendRight(connection: connection, oneShotReply: true, limits: limits, lock: replyLock)
                 view.passedReplyPort = view.replyPort
                 view.replyPort = replyRight
+                view.expectsReply = true
                 let reply =
                     view.msgid == PortMonitor.subscribeMessageID
                     ? answerSubscription(view.copy()) : deliverView(view, request: true)
@@ -788,6 +789,7 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
         var message = request
         message.passedReplyPort = message.replyPort
         message.replyPort = replyRight
+        message.expectsReply = true
         let msgid = message.msgid
         let reply = msgid == PortMonitor.subscribeMessageID ? answerSubscription(message) : deliver(message, request: true)
         message.replyPort = nil

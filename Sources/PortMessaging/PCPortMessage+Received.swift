@@ -12,11 +12,13 @@ import PortSystem
 extension PCPortMessage {
     /// Sets what a port's receive path would have set.
     package mutating func setReceived(
-        sender: Credentials?, connectionID: UInt64?, connectionCredentials: Credentials?, passedReplyPort: SendRight?
+        sender: Credentials?, connectionID: UInt64?, connectionCredentials: Credentials?, passedReplyPort: SendRight?,
+        expectsReply: Bool
     ) {
         self.sender = sender
         self.connectionID = connectionID
         self.connectionCredentials = connectionCredentials
         self.passedReplyPort = passedReplyPort
+        self.expectsReply = expectsReply
     }
 }

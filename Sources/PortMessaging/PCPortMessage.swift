@@ -56,6 +56,13 @@ public struct PCPortMessage: @unchecked Sendable {
     /// right) would otherwise hide. The name server keeps it, e.g. as a
     /// watcher's port. Nil otherwise.
     public internal(set) var passedReplyPort: SendRight?
+    /// Whether the message arrived as a request (REPLY_EXPECTED), so that
+    /// `replyPort` is the one-shot reply right on its own connection. On a
+    /// one-way message `replyPort` is the REPLY_PORT it carried, a port of
+    /// the sender's choosing: a server that answers requests later (portd's
+    /// waiting lookups) takes its reply right only from a request. False on
+    /// messages built locally.
+    package internal(set) var expectsReply = false
     /// Who sent the message, as the kernel reported it. Nil on messages built locally.
     public internal(set) var sender: Credentials?
     /// Which of the receiving port's connections (rights) the message came

@@ -63,6 +63,8 @@ public struct PortMessageView: ~Copyable {
     /// On a request that also carried a reply port: that port
     /// (`PCPortMessage.passedReplyPort`). Nil otherwise.
     public internal(set) var passedReplyPort: SendRight?
+    /// Whether the record was a request (`PCPortMessage.expectsReply`).
+    package internal(set) var expectsReply = false
     /// Who sent the message, as the kernel reported it.
     public let sender: Credentials?
     /// The connection the message came in on (`PCPortMessage.connectionID`).
@@ -118,6 +120,7 @@ public struct PortMessageView: ~Copyable {
             msgid: message.msgid, slots: UnsafeBufferPointer(rebasing: slots[0..<message.components.count]),
             objects: objects, replyPort: message.replyPort, sender: message.sender)
         view.passedReplyPort = message.passedReplyPort
+        view.expectsReply = message.expectsReply
         view.connectionID = message.connectionID
         view.connectionCredentials = message.connectionCredentials
         return body(view)
@@ -195,7 +198,7 @@ public struct PortMessageView: ~Copyable {
         var message = PCPortMessage(msgid: msgid, components: components, replyPort: replyPort)
         message.setReceived(
             sender: sender, connectionID: connectionID, connectionCredentials: connectionCredentials,
-            passedReplyPort: passedReplyPort)
+            passedReplyPort: passedReplyPort, expectsReply: expectsReply)
         return message
     }
 }

@@ -37,7 +37,7 @@ extension PCPortMessage {
 
     /// The notification `notification`, with its own msgid.
     package init(notification: NameServerNotification<SendRight>) {
-        self.init(msgid: notification.msgid, components: notification.components.map(Self.component))
+        self.init(msgid: notification.msgid, components: Self.components(of: notification.record))
     }
 
     /// The components as the name server's vocabulary reads them.
@@ -47,14 +47,6 @@ extension PCPortMessage {
             case .port(let right): .port(right)
             case .data, .sharedMemory: component.string.map { .text($0) } ?? .binary
             }
-        }
-    }
-
-    private static func component(_ c: NameServerComponent<SendRight>) -> Component {
-        switch c {
-        case .text(let s): .data(Array(s.utf8))
-        case .port(let r): .port(r)
-        case .binary: preconditionFailure("the name server's vocabulary builds no binary component")
         }
     }
 }

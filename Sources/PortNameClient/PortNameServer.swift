@@ -310,9 +310,12 @@ public final class PortNameServer: Sendable {
             guard !reply.isError else { throw reply.unexpected(for: "LIST") }
             let page = try NameServerError.parsing { () throws(NameServerProtocol.Violation) in try reply.listPage() }
             entries += page.entries
-            // The reply did not hold every name: ask for those after the last one.
-            guard page.more, let last = entries.last else { return entries }
-            after = [NameServerField(F.after, last.name)]
+            // The reply did not hold every name: ask for those after the
+            // last one. A page may be empty (portd looked at its share of
+            // names this client may not see): ask again with the same
+            // `after=`, and portd goes on where it stopped.
+            guard page.more else { return entries }
+            if let last = entries.last { after = [NameServerField(F.after, last.name)] }
         }
     }
 

@@ -42,20 +42,23 @@ package enum NameServerNotification<Port> {
         }
     }
 
-    /// The message's components, in the protocol's order.
-    package var components: [Component] {
+    /// The message as a record: its fields and ports, in the protocol's order.
+    package var record: NameServerRecord<Port> {
         let head = NameServerField(F.serial, serial)
         switch self {
         case .ownerChanged(_, let change):
-            return NameServerRecord<Port>([head] + change.fields).components
+            return NameServerRecord([head] + change.fields)
         case .acquired(_, let name, let listening):
-            return NameServerRecord([head, .init(F.name, name)], ports: [listening]).components
+            return NameServerRecord([head, .init(F.name, name)], ports: [listening])
         case .lost(_, let name, let owner):
-            return NameServerRecord<Port>([head, .init(F.name, name), .init(F.new, owner.encoded)]).components
+            return NameServerRecord([head, .init(F.name, name), .init(F.new, owner.encoded)])
         case .watchOverflow(_, let missed):
-            return NameServerRecord<Port>([head, .init(F.missed, missed)]).components
+            return NameServerRecord([head, .init(F.missed, missed)])
         }
     }
+
+    /// The message's components, in the protocol's order.
+    package var components: [Component] { record.components }
 
     /// Reads a message that came to a client's port.
     package init(msgid: UInt32, components: [Component]) throws(NameServerProtocol.Violation) {

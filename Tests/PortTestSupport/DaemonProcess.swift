@@ -350,6 +350,13 @@ package final class ChildProcess: @unchecked Sendable {
         if isRunning { kill(pid, signal) }
     }
 
+    /// Kills the process (SIGKILL) and waits for its exit: a test's
+    /// `defer`, so that no child outlives the test that started it.
+    package func killAndReap() {
+        signal(SIGKILL)
+        _ = try? waitForExit()
+    }
+
     /// Waits for the exit and returns the exit status (or 128 + signal).
     package func waitForExit(timeout: Duration = HarnessTimeout) throws -> Int32 {
         let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
@@ -528,8 +535,7 @@ package final class DaemonProcess {
     deinit {
         // A test that failed half-way must not leave a daemon behind.
         if child.isRunning {
-            child.signal(SIGKILL)
-            _ = try? child.waitForExit()
+            child.killAndReap()
         }
     }
 }

@@ -174,6 +174,7 @@ extension NameServer {
     /// each name it owned changes owner.
     func clientGone(_ client: ClientID) {
         greeted.remove(client)
+        listCursors[client] = nil
         activator.clientGone(client)
         memoryMark = max(memoryMark, registry.nameCount + registry.clientCount)
         let removal = registry.removeClient(client, now: WallClock.unixMilliseconds())

@@ -166,12 +166,19 @@ extension NameServer {
     /// most `listPageSize` and as many as fit in one record; the
     /// continuation word at the end when some did not (the client asks
     /// again after the last name). The registry keeps its names sorted, so
-    /// a page costs O(page + log n) (plus the names the policy hides from
-    /// this client), never a sort of every name; the page size bounds what
-    /// one LIST adds to a pass of portd's loop (fair service).
+    /// a page costs O(page + log n), never a sort of every name. A LIST
+    /// looks at no more than `listLookedAtPerRequest` names, those the
+    /// policy hides from this client included: where it stops is kept for
+    /// the client (`listCursors`, never told: it may be a hidden name), and
+    /// its next LIST with the `after=` it will send (the last name of this
+    /// page, or this request's own when the page is empty) goes on from
+    /// there. So the page size bounds what one LIST adds to a pass of
+    /// portd's loop (fair service), however many names are hidden.
     func list(after: PortName?, _ c: Context) -> PCPortMessage {
-        var registered = registry.listing(after: after).makeIterator()
-        var declaredPorts = declared.all.filter { d in after.map { d.name > $0 } ?? true }[...]
+        var start = after
+        if let cursor = listCursors.removeValue(forKey: c.client), cursor.after == after { start = cursor.resume }
+        var registered = registry.listing(after: start).makeIterator()
+        var declaredPorts = declared.all.filter { d in start.map { d.name > $0 } ?? true }[...]
         var nextRegistered = registered.next()
         // Header, table and data must fit in one record, with room for the
         // serial and "more=".
@@ -179,6 +186,9 @@ extension NameServer {
         var entries: [NameEntry] = []
         var more = false
         var size = 0
+        var lookedAt = 0
+        var lastLookedAt: PortName?
+        var lastShown: PortName?
         while true {
             let entry: NameEntry
             let name: PortName
@@ -197,6 +207,13 @@ extension NameServer {
             } else {
                 break
             }
+            if lookedAt == Self.listLookedAtPerRequest, let resume = lastLookedAt {
+                more = true
+                listCursors[c.client] = ListCursor(after: lastShown ?? after, resume: resume)
+                break
+            }
+            lookedAt += 1
+            lastLookedAt = name
             guard maySee(name, c) else { continue }
             let fields = entry.fields
             var cost = 0
@@ -207,9 +224,23 @@ extension NameServer {
             }
             size += cost
             entries.append(entry)
+            lastShown = name
         }
         return reply(.list(serial: c.serial, entries: entries, more: more))
     }
+
+    /// Where a LIST that looked at its `listLookedAtPerRequest` names
+    /// stopped: the client's next LIST with `after=` `after` goes on after
+    /// `resume`.
+    struct ListCursor {
+        let after: PortName?
+        let resume: PortName
+    }
+
+    /// The most names one LIST looks at, shown or hidden by the policy: four
+    /// pages' worth, so that a LIST costs a pass about what a full page
+    /// does, even for a client from whom the policy hides most names.
+    static let listLookedAtPerRequest = 4 * listPageSize
 
     /// The most names one LIST reply holds: well within what a client
     /// decodes by default (PortLimits.default.maxComponents), and small

@@ -141,6 +141,9 @@ final class NameServer {
     var parkedAnswers: [ClientID: PortSource] = [:]
     /// The clients whose HELLO succeeded (protocol 1.0 agreed).
     var greeted: Set<ClientID> = []
+    /// Where each client's last LIST stopped, when it stopped because it
+    /// had looked at its share of names (NameServer+Requests, `list`).
+    var listCursors: [ClientID: ListCursor] = [:]
     /// The size of the registry (names and clients) when memory was last
     /// given back to the kernel, or its peak since (`clientGone`).
     var memoryMark = 0
@@ -409,7 +412,14 @@ final class NameServer {
         case .release(let name):
             return release(name, context)
         case .lookUp(let name, let wait):
-            return lookUp(name, wait: wait, context, replyPort: message.replyPort)
+            // Only a request has a reply right. A one-way record's
+            // `replyPort` is the REPLY_PORT it carried, a port of the
+            // client's choosing that no check here vetted: a lookup that
+            // waited on it would make portd send its answer there (to
+            // another user's port, or to the client's own control
+            // connection, which portd would then hold, keeping the
+            // client's names after it exits).
+            return lookUp(name, wait: wait, context, replyPort: message.expectsReply ? message.replyPort : nil)
         case .watch(let name):
             // The parser checked that the request carried the watcher's port.
             return watch(name, context, watcherPort: message.passedReplyPort!)

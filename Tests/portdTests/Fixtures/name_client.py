@@ -28,6 +28,7 @@ its reply: requests pipeline. The outcome of a reply is an ERROR's "error="
 word, REGISTER's "result=", or "ok" for any other REPLY.
 """
 import os
+import resource
 import select
 import signal
 import socket
@@ -135,6 +136,11 @@ def main():
         print(f"{name}: {decode(record)[1][0]} ({has_socket})", flush=True)
         return 0
     if verb == "queue":
+        # Two descriptors a queued client: more than a soft limit of 1,024
+        # allows (Debian's default for a login), so the soft limit goes up
+        # to the hard one first.
+        _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
         held = []
         for i in range(int(sys.argv[4])):
             control = connect(sys.argv[2])

@@ -6,6 +6,8 @@
 // counts in STATUS's lookups=), queues a STATUS on a second connection, and
 // lets portd go on (SIGCONT). The STATUS answer says how many of the flood
 // portd had handled before it: one share of a pass, not the whole flood.
+// BoundedListTests: a LIST looks at a bounded number of names, those the
+// policy hides from its client included (counted in pages, not timed).
 
 import Foundation
 import Glibc
@@ -65,6 +67,50 @@ import PortTestSupport
         // The second STATUS comes after the flood on no connection of its
         // own; whether it too overtakes part of it is not the point here.
         #expect(counts[1] <= flood, "\(counts)")
+        #expect(try portd.stop() == 0)
+    }
+}
+
+/// A LIST looks at a bounded number of names, hidden or not. It skipped
+/// every name the policy hides from its client to fill a page, so a client
+/// that may register names it may not look up (or that many names are
+/// hidden from) made each of its LISTs a scan of all of them: as uid 65534
+/// against a system instance with `DenyLookUp=secret.* *`, 50,000 such
+/// names and 200 connections each pipelining LISTs kept another client's
+/// STATUS waiting 15 s. Checked by counting pages: portd stops after
+/// `listLookedAtPerRequest` names and goes on where it stopped at the
+/// client's next LIST, which the client asks with the same `after=`.
+@Suite struct BoundedListTests {
+    @Test func aListLooksAtABoundedNumberOfNamesHiddenOrNot() throws {
+        let dir = try TemporaryDirectory()
+        let config = dir.appending("portd.conf")
+        // Policy rules bind root too: these names are hidden from this test.
+        try "[Limits]\nNamesPerClient=4096\n[Policy]\nDenyLookUp=org.example.hidden.* user:root\n"
+            .write(toFile: config, atomically: true, encoding: .utf8)
+        let portd = try DaemonProcess.started(arguments: ["--config", config])
+        let perList = NameServer.listLookedAtPerRequest
+        let hidden = 3 * perList - 100
+        let owner = try NameClient(socket: portd.socketPath)
+        for name in ["org.example.a", "org.example.z"] + (0..<hidden).map({ "org.example.hidden.\($0)" }) {
+            #expect(try owner.register(name).outcome == "registered")
+        }
+
+        let lister = try NameClient(socket: portd.socketPath)
+        var pages: [[String]] = []
+        var after: String?
+        while pages.count <= hidden {
+            let page = try lister.request(MessageID.list, after.map { ["after=\($0)"] } ?? [])
+            #expect(page.outcome == "ok", "\(page.words)")
+            let names = page.fields.filter { $0.hasPrefix("name=") }.map { String($0.dropFirst(5)) }
+            pages.append(names)
+            if page.field("more") != "1" { break }
+            after = names.last ?? after
+        }
+        #expect(pages.first == ["org.example.a"], "the first LIST stops after \(perList) names: \(pages.first ?? [])")
+        #expect(pages.count >= (hidden + 2 + perList - 1) / perList, "\(pages.count) pages")
+        #expect(pages.flatMap { $0 } == ["org.example.a", "org.example.z"], "\(pages)")
+        // PortNameServer follows pages, empty ones included.
+        #expect(try portd.client().list().map(\.name) == ["org.example.a", "org.example.z"])
         #expect(try portd.stop() == 0)
     }
 }

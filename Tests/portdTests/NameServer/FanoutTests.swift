@@ -127,10 +127,7 @@ import PortTestSupport
             print("watching", len(kept), flush=True)
             signal.pause()
             """, [portd.socketPath, "\(watches)"])
-        defer {
-            holder.signal(SIGKILL)
-            _ = try? holder.waitForExit()
-        }
+        defer { holder.killAndReap() }
         try holder.waitForStandardOutput(containing: "watching \(watches)\n")
 
         // The last watch: a socket of the test's own, read record by record.
@@ -174,10 +171,7 @@ import PortTestSupport
         let waiters = 4000
         let name = "org.example.awaited"
         let waiting = try Self.startWaiting(portd, waiters, for: name)
-        defer {
-            waiting.signal(SIGKILL)
-            _ = try? waiting.waitForExit()
-        }
+        defer { waiting.killAndReap() }
         let victim = try NameClient(socket: portd.socketPath)
         try Self.waitUntilHeld(waiters, by: portd, asking: victim)
 
@@ -196,10 +190,7 @@ import PortTestSupport
             print("registered", flush=True)
             signal.pause()
             """, [portd.socketPath, name], asRoot: true)
-        defer {
-            owner.signal(SIGKILL)
-            _ = try? owner.waitForExit()
-        }
+        defer { owner.killAndReap() }
         try owner.waitForStandardOutput(containing: "sent\n")
         var latencies: [Duration] = []
         for _ in 0..<3 { latencies.append(try Self.statusRoundTrip(victim)) }
@@ -208,60 +199,65 @@ import PortTestSupport
         #expect(try portd.stop() == 0)
     }
 
+    /// A client of uid 65534 with `n` lookups of `name` waiting
+    /// `waitMilliseconds`, which reads none of their answers until `tryAll`
+    /// has made portd try to send every one (what it returns is kept until
+    /// the client has read them); the client's last line ("found F
+    /// answered A").
+    static func answersReadLate(
+        _ n: Int, of name: String, waitMilliseconds: Int = 60000,
+        afterPortdTried tryAll: (DaemonProcess, NameClient) throws -> Any
+    ) throws -> Substring? {
+        try #require(getuid() == 0, "this test drops privileges with setpriv: run as root")
+        let dir = try TemporaryDirectory()
+        let portd = try Self.startPortd(dir)
+        let waiting = try Self.startWaiting(
+            portd, n, for: name, waitMilliseconds: waitMilliseconds, readingAfterSIGUSR1: true)
+        defer { waiting.killAndReap() }
+        let kept = try tryAll(portd, try NameClient(socket: portd.socketPath))
+        waiting.signal(SIGUSR1)
+        // (Longer than its own 20 s for a read, so that a failure shows its count.)
+        #expect(try waiting.waitForExit(timeout: HarnessTimeout * 2) == 0)
+        withExtendedLifetime(kept) {}
+        #expect(try portd.stop() == 0)
+        return waiting.standardOutput.split(separator: "\n").last
+    }
+
     /// A client that asked for more waiting lookups at once than its
     /// socket holds answers, and reads none of them until portd has tried
     /// to send them all, still gets every answer: those its full queue did
     /// not take wait until it has room (they were dropped, and the client
     /// waited for them until its own timeout).
     @Test func answersAClientsFullQueueDidNotTakeWaitForRoom() throws {
-        try #require(getuid() == 0, "this test drops privileges with setpriv: run as root")
-        let dir = try TemporaryDirectory()
-        let portd = try Self.startPortd(dir)
         let waiters = 1000  // a socket holds about 280 of them
         let name = "org.example.slowreader"
-        let waiting = try Self.startWaiting(portd, waiters, for: name, readingAfterSIGUSR1: true)
-        defer {
-            waiting.signal(SIGKILL)
-            _ = try? waiting.waitForExit()
+        let last = try Self.answersReadLate(waiters, of: name) { portd, victim in
+            try Self.waitUntilHeld(waiters, by: portd, asking: victim)
+            let owner = try NameClient(socket: portd.socketPath)
+            let registered = try owner.register(name)
+            #expect(registered.outcome == "registered", "\(registered.words)")
+            // Each STATUS is answered in a pass of its own, and each pass sends
+            // a share of the fan-out (64): after 20, portd has tried every answer.
+            for _ in 0..<20 { _ = try victim.request(MessageID.status) }
+            return (owner, registered)
         }
-        let victim = try NameClient(socket: portd.socketPath)
-        try Self.waitUntilHeld(waiters, by: portd, asking: victim)
-        let owner = try NameClient(socket: portd.socketPath)
-        let registered = try owner.register(name)
-        #expect(registered.outcome == "registered", "\(registered.words)")
-        defer { withExtendedLifetime(registered) {} }
-        // Each STATUS is answered in a pass of its own, and each pass sends
-        // a share of the fan-out (64): after 20, portd has tried every answer.
-        for _ in 0..<20 { _ = try victim.request(MessageID.status) }
-        waiting.signal(SIGUSR1)
-        try waiting.waitForStandardOutput(containing: "found \(waiters) answered \(waiters)\n")
-        #expect(try portd.stop() == 0)
+        #expect(last == "found \(waiters) answered \(waiters)")
     }
 
     /// Likewise for the answers of lookups whose wait ended (`timeout`):
     /// they were sent at once from the deadline's timer, and those a full
     /// queue did not take were dropped.
     @Test func timeoutsAClientsFullQueueDidNotTakeWaitForRoom() throws {
-        try #require(getuid() == 0, "this test drops privileges with setpriv: run as root")
-        let dir = try TemporaryDirectory()
-        let portd = try Self.startPortd(dir)
         let waiters = 1000
-        let waiting = try Self.startWaiting(
-            portd, waiters, for: "org.example.never", waitMilliseconds: 300, readingAfterSIGUSR1: true)
-        defer {
-            waiting.signal(SIGKILL)
-            _ = try? waiting.waitForExit()
+        let last = try Self.answersReadLate(waiters, of: "org.example.never", waitMilliseconds: 300) { _, victim in
+            // A lookup of the victim's own whose wait ends after theirs: its
+            // answer comes after theirs in the fan-out's order, so once it is
+            // read, portd has tried to send every one of them.
+            let outcome = try victim.lookUp("org.example.never", waitMilliseconds: 300).outcome
+            #expect(outcome == "timeout")
+            return victim
         }
-        let victim = try NameClient(socket: portd.socketPath)
-        // A lookup of the victim's own whose wait ends after theirs: its
-        // answer comes after theirs in the fan-out's order, so once it is
-        // read, portd has tried to send every one of them.
-        #expect(try victim.lookUp("org.example.never", waitMilliseconds: 300).outcome == "timeout")
-        waiting.signal(SIGUSR1)
-        // (Longer than its own 20 s for a read, so that a failure shows its count.)
-        #expect(try waiting.waitForExit(timeout: HarnessTimeout * 2) == 0)
-        #expect(waiting.standardOutput.hasSuffix("found 0 answered \(waiters)\n"), "\(waiting.standardOutput)")
-        #expect(try portd.stop() == 0)
+        #expect(last == "found 0 answered \(waiters)")
     }
 
     @Test func aUIDWhoseChangesLeftTooMuchToSendIsRefusedAndRootIsNot() throws {
@@ -284,10 +280,7 @@ import PortTestSupport
             print("watching", flush=True)
             signal.pause()
             """, [portd.socketPath])
-        defer {
-            holder.signal(SIGKILL)
-            _ = try? holder.waitForExit()
-        }
+        defer { holder.killAndReap() }
         try holder.waitForStandardOutput(containing: "watching\n")
         // As root with uid 65534 as real and effective uid (the credentials
         // portd reads: SO_PEERCRED at connect, SCM_CREDENTIALS at each

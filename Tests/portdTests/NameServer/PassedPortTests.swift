@@ -6,7 +6,9 @@
 // right), a connection to portd's control socket, and the client's own
 // control connection, which would otherwise keep the client's names owned
 // after it exits (portd would hold the client's end and never see it close).
-// A right the client minted (socketpair) is still accepted.
+// A right the client minted (socketpair) is still accepted. A one-way
+// record's REPLY_PORT is not a reply right: portd neither keeps it nor
+// answers on it.
 
 import Foundation
 import Glibc
@@ -45,6 +47,63 @@ import PortTestSupport
 
         owner.close()
         #expect(events.next()?.nameAndEvent == ["org.example.immortal", "released"])
+        #expect(try portd.stop() == 0)
+    }
+
+    /// A LOOKUP sent without REPLY_EXPECTED has no reply right: the
+    /// REPLY_PORT it carries was taken as the reply port of its wait
+    /// (unchecked, unlike WATCH's and REGISTER's), so a client could hand
+    /// portd its own control connection and keep its names after it
+    /// exited (for the lookup's wait, up to an hour), or have portd send
+    /// its answer to another client's port. Such a lookup does not wait.
+    @Test func aOneWayLookupsReplyPortIsNeitherKeptNorAnsweredOn() throws {
+        let portd = try started()
+        let loop = TestLoop()
+        defer { loop.stop() }
+        let watcher = try NameClient(socket: portd.socketPath)
+        let events = try Inbox(on: loop)
+        #expect(try watcher.watch("org.example.immortal", inbox: events).outcome == "ok")
+
+        // The client's own control connection as the reply port.
+        let owner = try NameClient(socket: portd.socketPath)
+        #expect(try owner.register("org.example.immortal").outcome == "registered")
+        #expect(events.next()?.nameAndEvent == ["org.example.immortal", "registered"])
+        var held = PCPortMessage(
+            msgid: MessageID.lookup, strings: ["serial=9", "name=org.example.never", "wait_ms=3600000"])
+        held.replyPort = owner.right
+        #expect(try owner.right.send(held, timeout: HarnessTimeout) == .sent)
+        owner.close()
+        #expect(events.next()?.nameAndEvent == ["org.example.immortal", "released"], "the name went with its client")
+
+        // Another client's port as the reply port: portd's answer, with its
+        // own credentials, would land there.
+        let victim = try NameClient(socket: portd.socketPath)
+        let listening = try #require(try victim.register("org.example.victim").ports.first)
+        let client = try NameClient(socket: portd.socketPath)
+        var deputy = PCPortMessage(
+            msgid: MessageID.lookup, strings: ["serial=9", "name=org.example.later", "wait_ms=3600000"])
+        deputy.replyPort = try #require(try client.lookUp("org.example.victim").ports.first)
+        #expect(try client.right.send(deputy, timeout: HarnessTimeout) == .sent)
+        #expect(try client.request(MessageID.status).outcome == "ok", "portd has read the one-way lookup")
+        let later = try NameClient(socket: portd.socketPath)
+        #expect(try later.register("org.example.later").outcome == "registered")
+        // The answers of the lookups a change took go out in the first pass
+        // after it (a share of 64), before any request that came after it.
+        #expect(try client.request(MessageID.status).outcome == "ok")
+        // The victim's one connection, made by the client's LOOKUP: nothing
+        // waits in it.
+        let queued = try #require(listening.withDescriptor { fd -> (Int, Int32) in
+            let accepted: OwnedDescriptor?
+            do { accepted = try UnixSocket.accept(fd) } catch { return (-2, 0) }
+            switch consume accepted {
+            case .none: return (-3, 0)  // no connection waits
+            case .some(let connection):
+                var byte: UInt8 = 0
+                let n = recv(connection.rawValue, &byte, 1, Int32(MSG_DONTWAIT))
+                return (n, errno)
+            }
+        })
+        #expect(queued.0 == -1 && queued.1 == EAGAIN, "nothing reached the victim's port: \(queued)")
         #expect(try portd.stop() == 0)
     }
 
@@ -126,7 +185,7 @@ import PortTestSupport
             executable: "/usr/bin/setpriv",
             arguments: ["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", script, name],
             environment: ChildProcess.cleanEnvironment())
-        defer { listener.signal(SIGKILL); _ = try? listener.waitForExit() }
+        defer { listener.killAndReap() }
         try listener.waitForStandardOutput(containing: "ready")
         let fd = try UnixSocket.makeSocket()
         try #require(try UnixSocket.connect(fd, to: UnixSocketAddress(abstract: name)) == .connected)
