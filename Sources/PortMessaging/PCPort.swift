@@ -19,7 +19,10 @@
 // Ownership: each connection is a SharedDescriptor held by its PortSource
 // (and by the one-shot reply right of a request that came in on it), so it
 // closes once both let go; the listening socket is held by the port and by
-// its listener source until `invalidate()`.
+// its listener source until `invalidate()`. A listening socket replaced by
+// a new name's (the port named again after its name was removed, or by a
+// new portd) is held by its source alone, which stays in its loops only
+// until the connections waiting on it are accepted, then closes it.
 //
 // Lifetime (NSRunLoop addPort:forMode: retains the port): while the port is
 // scheduled, each (loop, mode) it is in holds an anchor, a custom source that
