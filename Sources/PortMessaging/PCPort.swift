@@ -19,7 +19,10 @@
 // Ownership: each connection is a SharedDescriptor held by its PortSource
 // (and by the one-shot reply right of a request that came in on it), so it
 // closes once both let go; the listening socket is held by the port and by
-// its listener source until `invalidate()`.
+// its listener source until `invalidate()`. A listening socket replaced by
+// a new name's (the port named again after its name was removed, or by a
+// new portd) is held by its source alone, which stays in its loops only
+// until the connections waiting on it are accepted, then closes it.
 //
 // Lifetime (NSRunLoop addPort:forMode: retains the port): while the port is
 // scheduled, each (loop, mode) it is in holds an anchor, a custom source that
@@ -118,6 +121,14 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     private var admission: ((UInt64, Credentials?) -> PCPortMessage?)?
     private var nextConnectionID: UInt64 = 1
     private var acceptPaused = false
+    /// The listening socket's name was given up (`retireListeningSocket`):
+    /// the socket still serves what was connected to it, and the next
+    /// name adopted replaces it.
+    private var listeningRetired = false
+    /// Listening sockets replaced by a new name's while connections made
+    /// to them were still waiting to be accepted: each stays in its loops
+    /// until its backlog is accepted (`acceptAll`), then closes.
+    private var replacedListeners: [PortSource] = []
     /// `recordsPerPass`: an atomic, read on every pass of every
     /// connection without taking `lock`.
     private let fairShare = Atomic<Int>(PCPort.defaultRecordsPerPass)
@@ -409,9 +420,10 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     /// an existing port can be given a name (NSPortNameServer
     /// registerPort:name:). With `replacing`, a listening socket the port
     /// already has is closed and leaves its loops first (a name registered
-    /// again with a new portd); its accepted connections stay. Fails with
-    /// `.invalidated` when either port is invalid or, without `replacing`,
-    /// this one already has a listening socket.
+    /// again with a new portd); its accepted connections stay. So is a
+    /// listening socket whose name was given up (`retireListeningSocket`).
+    /// Fails with `.invalidated` when either port is invalid or, without
+    /// `replacing`, this one already has a listening socket still named.
     package func adoptListeningSocket(of other: PCPort, replacing: Bool = false) throws(PortError) {
         guard other !== self, let socket = other.lock.withLock({ () -> SharedDescriptor? in
             guard other.valid, let l = other.listening, other.connections.isEmpty else { return nil }
@@ -420,22 +432,53 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
         }) else { throw .invalidated }
         other.invalidate()
         let outcome: (targets: [(PCRunLoop, PCRunLoop.Mode)], old: PortSource?)? = lock.withLock {
-            guard valid, listening == nil || replacing else { return nil }
+            guard valid, listening == nil || replacing || listeningRetired else { return nil }
             let old = listener
             listening = socket
+            listeningRetired = false
             acceptPaused = false
-            listener = PortSource(sharing: socket, events: .readable) { [weak self] _ in
-                self?.acceptAll()
-            }
+            listener = makeListener(socket)
             return (scheduled, old)
         }
         guard let (targets, old) = outcome else { throw .invalidated }
-        // The old listener's source held its socket: it closes here.
-        old?.invalidate()
+        if let old { retire(old, scheduled: !targets.isEmpty) }
         guard let l = lock.withLock({ listener }) else { return }
         for (loop, mode) in targets {
             do { try loop.add(l, forMode: mode) } catch { throw .system(error) }
         }
+    }
+
+    /// The source accepting the connections of `socket`.
+    private func makeListener(_ socket: SharedDescriptor) -> PortSource {
+        PortSource(sharing: socket, events: .readable) { [weak self, weak socket] s in
+            guard let self, let socket else { return }
+            self.acceptAll(socket, s)
+        }
+    }
+
+    /// A listening socket just replaced by another: connections made to it
+    /// and not accepted yet (a right its name server handed out before the
+    /// name moved) are still accepted and served, by the loops it is in,
+    /// and it closes once its backlog is empty; with nothing waiting, or
+    /// no loop to accept on, it closes now (the source holds the socket).
+    private func retire(_ old: PortSource, scheduled: Bool) {
+        let waiting = scheduled && !((try? old.withDescriptor { (fd) throws(SystemCallError) in
+            try Poll.wait(fd, for: .readable, timeout: .zero)
+        }) ?? nil ?? []).isEmpty
+        let kept = waiting && lock.withLock { () -> Bool in
+            guard valid else { return false }
+            replacedListeners.append(old)
+            return true
+        }
+        if !kept { old.invalidate() }
+    }
+
+    /// The name of this port's listening socket was given up
+    /// (removePortForName:): the socket stays, so connections made to it
+    /// before are still accepted and served, until a name adopted later
+    /// (`adoptListeningSocket`) replaces it. Any thread.
+    package func retireListeningSocket() {
+        lock.withLock { if listening != nil { listeningRetired = true } }
     }
 
     /// Lends the listening socket of a named port (nil for an anonymous or
@@ -472,9 +515,7 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
             if schedulings.contains(where: { $0.loop === loop && $0.mode == mode }) { return .some(.none) }
             schedulings.append(Scheduling(loop: loop, mode: mode, anchor: anchor))
             if let listening, listener == nil {
-                listener = PortSource(sharing: listening, events: .readable) { [weak self] _ in
-                    self?.acceptAll()
-                }
+                listener = makeListener(listening)
             }
             var all = Array(connections.values)
             if let l = listener, !acceptPaused { all.append(l) }
@@ -505,9 +546,18 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
 
     // MARK: Invalidation
 
-    /// Calls `handler` when the port is invalidated (on the invalidating thread).
+    /// Calls `handler` when the port is invalidated (on the invalidating
+    /// thread). On a port already invalid, `handler` runs at once, on the
+    /// calling thread (CFMessagePortSetInvalidationCallBack: "If the port
+    /// is already invalid, callout is invoked immediately"), so a handler
+    /// added just after another thread invalidated the port is not lost.
     public func onInvalidation(_ handler: @escaping () -> Void) {
-        lock.withLock { invalidationHandlers.append(handler) }
+        let added = lock.withLock { () -> Bool in
+            guard valid else { return false }
+            invalidationHandlers.append(handler)
+            return true
+        }
+        if !added { handler() }
     }
 
     /// Closes every descriptor of the port and removes it from every run
@@ -521,8 +571,10 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
             valid = false
             var all = Array(connections.values)
             if let l = listener { all.append(l) }
+            all += replacedListeners
             connections.removeAll()
             listener = nil
+            replacedListeners.removeAll()
             let socket = listening
             listening = nil
             let anchors = schedulings.compactMap(\.anchor)
@@ -546,22 +598,29 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
 
     // MARK: Serving (loop thread)
 
-    private func acceptAll() {
-        guard let listening = lock.withLock({ self.listening }) else { return }
+    /// Accepts what waits on `listening`, whose source is `source`: the
+    /// port's listener, or one replaced (`retire`), which is let go of
+    /// once its backlog is empty or accepting from it fails.
+    private func acceptAll(_ listening: SharedDescriptor, _ source: PortSource) {
+        let replaced = lock.withLock { listener !== source }
         // The backlog's rest is reported again in the next pass.
         for _ in 0..<Self.acceptsPerPass {
             let accepted: OwnedDescriptor?
             do {
                 accepted = try UnixSocket.accept(listening.descriptor)
-            } catch where error.errno == .tooManyOpenFiles || error.errno == .tooManyOpenFilesInSystem {
+            } catch where !replaced && (error.errno == .tooManyOpenFiles || error.errno == .tooManyOpenFilesInSystem) {
                 logger.error("accept on \(self): \(error); pausing until a connection closes")
                 pauseAccepting()
                 return
             } catch {
                 logger.error("accept on \(self): \(error)")
+                if replaced { dropReplaced(source) }
                 return
             }
-            guard let fd = accepted else { return }
+            guard let fd = accepted else {
+                if replaced { dropReplaced(source) }
+                return
+            }
             do {
                 let peer = try? UnixSocket.peerCredentials(fd)
                 let (id, admit) = lock.withLock { () -> (UInt64, ((UInt64, Credentials?) -> PCPortMessage?)?) in
@@ -581,6 +640,13 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
                 logger.error("cannot serve a new connection: \(error)")
             }
         }
+    }
+
+    /// A replaced listening socket whose backlog was accepted: it leaves
+    /// its loops and closes.
+    private func dropReplaced(_ source: PortSource) {
+        lock.withLock { replacedListeners.removeAll { $0 === source } }
+        source.invalidate()
     }
 
     /// Takes the listening socket out of every loop until a connection closes.

@@ -67,6 +67,10 @@ package struct KeptName {
     }
 
     weak var port: PCPort?
+    /// The port's identity, which stays readable while the port is being
+    /// invalidated (its weak reference is nil from its deinit on): its
+    /// invalidation releases the name only if the name is still this port's.
+    let portID: ObjectIdentifier
     let kind: Kind
 }
 
@@ -114,7 +118,7 @@ extension PortNameServer {
 
     /// Records that `name` is held with `port`, to register again later.
     package func keep(_ name: String, _ port: PCPort, _ kind: KeptName.Kind) {
-        state.withLockAnnotated { $0.kept[name] = KeptName(port: port, kind: kind) }
+        state.withLockAnnotated { $0.kept[name] = KeptName(port: port, portID: ObjectIdentifier(port), kind: kind) }
     }
 
     private func watchForLoss(in loop: PCRunLoop) throws(NameServerError) {

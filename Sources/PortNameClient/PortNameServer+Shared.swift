@@ -7,7 +7,9 @@
 //
 // `register(_:name:)` gives an existing PCPort a name (registerPort:name:):
 // portd makes the named listening socket and the port adopts it, so the
-// port receives from both its old rights and the name. `port(forName:)` and
+// port receives from both its old rights and the name. The port's
+// invalidation gives the name up only while the name is still that port's
+// (not once removed and registered again with another port). `port(forName:)` and
 // `removePort(forName:)` are portForName: and removePortForName:.
 
 import PortMessaging
@@ -37,7 +39,8 @@ extension PortNameServer {
     /// true when the name is now the port's, false when someone owns it.
     /// The name lasts while this client's connection does (for `shared`,
     /// the process's life), until `removePort(forName:)`, or until the
-    /// port is invalidated. The port must not have a name already.
+    /// port is invalidated. The port must not have a name already; one
+    /// whose name was removed may be registered again (under any name).
     @discardableResult
     public func register(_ port: PCPort, name: String) throws(NameServerError) -> Bool {
         switch try register(name) {
@@ -49,10 +52,13 @@ extension PortNameServer {
                 _ = try? release(name)
                 throw .transport(error)
             }
-            // The port's end is the name's end.
-            port.onInvalidation { [weak self] in _ = try? self?.release(name) }
             // Registered again with this port, should portd restart.
             keep(name, port, .registered([.doNotQueue]))
+            // The port's end is the name's end while the name is this
+            // port's: once removed, and maybe registered again with another
+            // port, the name is not this port's to give up.
+            let id = ObjectIdentifier(port)
+            port.onInvalidation { [weak self] in self?.releaseKept(name, ifPort: id) }
             return true
         case .alreadyOwned, .queued:
             return false
@@ -65,6 +71,21 @@ extension PortNameServer {
     /// lives as long as its holder keeps it.
     public func port(forName name: String) throws(NameServerError) -> SendRight? {
         try lookup(name)
+    }
+
+    /// Releases `name` if this client keeps it with the port `id`
+    /// (`register(_:name:)`), on that port's invalidation.
+    private func releaseKept(_ name: String, ifPort id: ObjectIdentifier) {
+        // Read through a binding, not `s.kept[name]?.portID`: optional
+        // chaining on the inout state takes the dictionary's modify
+        // accessor, and that form corrupted the heap (double free) in the
+        // debug build of the tests.
+        let mine = state.withLockAnnotated { s -> Bool in
+            guard let kept = s.kept[name] else { return false }
+            return kept.portID == id
+        }
+        guard mine else { return }
+        _ = try? release(name)
     }
 
     /// Gives `name` up (NSPortNameServer removePortForName:): true when it

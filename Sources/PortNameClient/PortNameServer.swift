@@ -468,7 +468,9 @@ public final class PortNameServer: Sendable {
         let reply = try request(NameServerProtocol.MessageID.release, [NameServerField(F.name, name)], what: "RELEASE \(name)")
         switch reply.errorWord {
         case nil where !reply.isError:
-            state.withLockAnnotated { _ = $0.kept.removeValue(forKey: name) }
+            let kept = state.withLockAnnotated { $0.kept.removeValue(forKey: name) }
+            // The port may be named again, under this name or another.
+            kept?.port?.retireListeningSocket()
             return .released
         case .notOwner: return .notOwner
         default: throw reply.unexpected(for: "RELEASE")

@@ -59,11 +59,14 @@ extension PCRunLoop {
 
     /// Runs `body` on the loop's thread after `delay`, at a pass in one of
     /// `modes`. Safe from any thread
-    /// (`performSelector:withObject:afterDelay:inModes:`). With a `target`,
+    /// (`performSelector:withObject:afterDelay:inModes:`). Without `modes`
+    /// it runs in `.default` only, as `performSelector:withObject:afterDelay:`
+    /// does ("using the default mode"): it waits while the loop runs in any
+    /// other mode, common or not. With a `target`,
     /// `cancelPerformRequests(target:)` cancels it too.
     @discardableResult
     public func perform(
-        after delay: Duration, inModes modes: [Mode] = [.common], target: AnyObject? = nil,
+        after delay: Duration, inModes modes: [Mode] = [.default], target: AnyObject? = nil,
         _ body: @escaping @Sendable () -> Void
     ) -> PerformToken {
         let timer = PCTimer(fireAt: clock.now() + delay) { [unowned self] t in

@@ -1,7 +1,8 @@
 // Lifetimes as Apple's: a run loop retains the ports added to it (NSRunLoop
 // addPort:forMode:), a scheduled port is a source even before any right to
 // it exists (so run() blocks: the keep-alive thread), and releasing the last
-// Swift reference to a scheduled port does not invalidate it.
+// Swift reference to a scheduled port does not invalidate it; an invalidation
+// handler added to a port already invalid runs at once, as CF's does.
 
 import Synchronization
 import Testing
@@ -87,6 +88,23 @@ import PortTestSupport
         weakPort?.invalidate()
         #expect(weakPort == nil)
         #expect(loop.runInMode(.default, timeout: .zero) == .finished)
+    }
+
+    /// CFMessagePortSetInvalidationCallBack: "If the port is already
+    /// invalid, callout is invoked immediately." A handler added after the
+    /// port was invalidated (by another thread, a moment earlier) runs at
+    /// once, on the calling thread; one added before runs once, at the
+    /// invalidation.
+    @Test func anInvalidationHandlerAddedToAnInvalidPortRunsAtOnce() {
+        let port = PCPort()
+        let r = Recorder()
+        port.onInvalidation { r.add("before") }
+        port.invalidate()
+        #expect(r.all == ["before"])
+        port.onInvalidation { r.add("after") }
+        #expect(r.all == ["before", "after"], "a handler added to an invalid port was never called")
+        port.invalidate()  // idempotent: nobody is called again
+        #expect(r.all == ["before", "after"])
     }
 }
 

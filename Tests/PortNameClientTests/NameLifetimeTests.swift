@@ -2,7 +2,8 @@
 // right found by lookup keeps working after the client that found it is
 // gone; an existing port can be given a name (NSPortNameServer
 // registerPort:name:), found (portForName:) and removed
-// (removePortForName:), and its invalidation gives the name up.
+// (removePortForName:), and its invalidation gives the name up while the
+// name is still its own.
 
 import Glibc
 import Synchronization
@@ -69,5 +70,64 @@ import PortTestSupport
         #expect(try owner.owner(svc) != nil)
         port.invalidate()
         #expect(try owner.owner(svc) == nil)
+    }
+
+    /// removePortForName: then registerPort:name: with the same port (a
+    /// service that stops and resumes offering itself) names the port
+    /// again: the second registration is not refused because the port
+    /// "already has a name". A right found before the removal, whose
+    /// connection the port had not accepted yet (its loop was not running),
+    /// still delivers, and a right found after leads to the port too.
+    @Test func aPortWhoseNameWasRemovedCanBeRegisteredAgain() throws {
+        let daemon = try DaemonProcess.started()
+        let owner = try daemon.client()
+        let user = try daemon.client()
+        let svc = name("resumes")
+        let got = Recorder()
+        let port = PCPort { m in
+            got.add("\(m.msgid)")
+            return nil
+        }
+        let thread = LoopThread { loop in
+            let deadline = MonotonicInstant.now() + .seconds(20)
+            while got.all.count < 2 && MonotonicInstant.now() < deadline {
+                loop.runInMode(.default, before: deadline, returnAfterSourceHandled: true)
+            }
+        }
+        try thread.loop.add(port, forMode: .default)  // not running yet: nothing is accepted
+        #expect(try owner.register(port, name: svc))
+        let earlier = try #require(try user.port(forName: svc))
+        #expect(try earlier.send(PCPortMessage(msgid: 6), timeout: .seconds(5)) == .sent)
+        #expect(try owner.removePort(forName: svc))
+        #expect(try user.port(forName: svc) == nil)
+        #expect(try owner.register(port, name: svc), "the port was refused a name again")
+        let later = try #require(try user.port(forName: svc))
+        #expect(try later.send(PCPortMessage(msgid: 5), timeout: .seconds(5)) == .sent)
+        thread.go()
+        thread.join()
+        #expect(Set(got.all) == ["5", "6"])
+        port.invalidate()
+    }
+
+    /// removePortForName: ends the old port's hold on the name: a port
+    /// that had the name, was removed from it and is invalidated (or
+    /// freed) after the name went to another port of the same client
+    /// leaves the name to that port (it released the name by its string).
+    @Test func invalidatingAPortWhoseNameWasRemovedLeavesTheNameToItsNewPort() throws {
+        let daemon = try DaemonProcess.started()
+        let owner = try daemon.client()
+        let user = try daemon.client()
+        let svc = name("handover")
+        let (old, _) = try inbox()
+        let (new, got) = try inbox()
+        defer { new.invalidate() }
+        #expect(try owner.register(old, name: svc))
+        #expect(try owner.removePort(forName: svc))
+        #expect(try owner.register(new, name: svc))
+        old.invalidate()
+        #expect(try owner.owner(svc) != nil, "the old port's invalidation released the new port's name")
+        let right = try #require(try user.port(forName: svc))
+        #expect(try right.send(PCPortMessage(msgid: 4), timeout: .seconds(5)) == .sent)
+        #expect(got.wait(timeout: .seconds(20)))
     }
 }

@@ -305,6 +305,27 @@ import PortTestSupport
             #expect(loop.runInMode(.default, timeout: .zero) == .finished)
         }
     }
+
+    /// performSelector:withObject:afterDelay: "invokes a method of the
+    /// receiver on the current thread using the default mode": a delayed
+    /// request given no modes waits while the loop runs in another mode,
+    /// even one of the common set (a tracking mode), and runs in
+    /// `.default`.
+    @Test func aDelayedPerformWithoutModesRunsInTheDefaultModeOnly() {
+        LoopThread.run { _ in
+            let clock = ManualClock()
+            let loop = try! PCRunLoop.detached(clock: clock)
+            try! loop.addCommonMode("tracking")
+            loop.add(PCTimer(fireAt: .distantFuture) { _ in }, forMode: "tracking")
+            let r = Recorder()
+            loop.perform(after: .seconds(1)) { r.add("delayed") }
+            clock.advance(by: .seconds(1))
+            loop.runInMode("tracking", timeout: .zero)
+            #expect(r.all.isEmpty, "a delayed perform without modes ran in a tracking mode")
+            loop.runInMode(.default, timeout: .zero)
+            #expect(r.all == ["delayed"])
+        }
+    }
 }
 
 /// One value handed between threads.
