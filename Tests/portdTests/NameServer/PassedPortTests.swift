@@ -82,7 +82,8 @@ import PortTestSupport
         let client = try NameClient(socket: portd.socketPath)
         var deputy = PCPortMessage(
             msgid: MessageID.lookup, strings: ["serial=9", "name=org.example.later", "wait_ms=3600000"])
-        deputy.replyPort = try #require(try client.lookUp("org.example.victim").ports.first)
+        let victimsPort: SendRight = try #require(try client.lookUp("org.example.victim").ports.first)
+        deputy.replyPort = victimsPort
         #expect(try client.right.send(deputy, timeout: HarnessTimeout) == .sent)
         #expect(try client.request(MessageID.status).outcome == "ok", "portd has read the one-way lookup")
         let later = try NameClient(socket: portd.socketPath)
