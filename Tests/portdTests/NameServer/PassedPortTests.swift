@@ -28,17 +28,26 @@ import PortTestSupport
         return (SendRight(descriptor: OwnedDescriptor(adopting: fds[0])), SendRight(descriptor: OwnedDescriptor(adopting: fds[1])))
     }
 
+    /// A client that registered org.example.immortal, and a watcher of
+    /// that name (which the caller keeps) whose events come to `events`.
+    private func watchedOwner(
+        _ portd: DaemonProcess, _ loop: TestLoop
+    ) throws -> (watcher: NameClient, events: Inbox, owner: NameClient) {
+        let watcher = try NameClient(socket: portd.socketPath)
+        let events = try Inbox(on: loop)
+        #expect(try watcher.watch("org.example.immortal", inbox: events).outcome == "ok")
+        let owner = try NameClient(socket: portd.socketPath)
+        #expect(try owner.register("org.example.immortal").outcome == "registered")
+        #expect(events.next()?.nameAndEvent == ["org.example.immortal", "registered"])
+        return (watcher, events, owner)
+    }
+
     @Test func aClientsOwnControlConnectionIsRefusedSoItsNamesGoWhenItExits() throws {
         let portd = try started()
         let loop = TestLoop()
         defer { loop.stop() }
-        let watcher = try NameClient(socket: portd.socketPath)
-        let events = try Inbox(on: loop)
-        #expect(try watcher.watch("org.example.immortal", inbox: events).outcome == "ok")
-
-        let owner = try NameClient(socket: portd.socketPath)
-        #expect(try owner.register("org.example.immortal").outcome == "registered")
-        #expect(events.next()?.nameAndEvent == ["org.example.immortal", "registered"])
+        let (watcher, events, owner) = try watchedOwner(portd, loop)
+        defer { withExtendedLifetime(watcher) {} }
         let refused = try owner.request(MessageID.watch, ["name=org.example.immortal"], replyPort: owner.right)
         #expect(refused.outcome == "bad-request")
         #expect(refused.field("message")?.contains("portd") == true, "\(refused.words)")
@@ -60,14 +69,10 @@ import PortTestSupport
         let portd = try started()
         let loop = TestLoop()
         defer { loop.stop() }
-        let watcher = try NameClient(socket: portd.socketPath)
-        let events = try Inbox(on: loop)
-        #expect(try watcher.watch("org.example.immortal", inbox: events).outcome == "ok")
+        let (watcher, events, owner) = try watchedOwner(portd, loop)
+        defer { withExtendedLifetime(watcher) {} }
 
         // The client's own control connection as the reply port.
-        let owner = try NameClient(socket: portd.socketPath)
-        #expect(try owner.register("org.example.immortal").outcome == "registered")
-        #expect(events.next()?.nameAndEvent == ["org.example.immortal", "registered"])
         var held = PCPortMessage(
             msgid: MessageID.lookup, strings: ["serial=9", "name=org.example.never", "wait_ms=3600000"])
         held.replyPort = owner.right
