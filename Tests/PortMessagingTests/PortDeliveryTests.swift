@@ -173,7 +173,7 @@ import PortTestSupport
                 },
                 otherMessages: { _ in
                     // After the check-ins sent before it on the same connection.
-                    PCPortMessage(msgid: 2, strings: ["\(checkInsKept(loop))"])
+                    PCPortMessage(msgid: 2, strings: ["\(checkInsKept())"])
                 })
             CheckInServerBox.current.withLock { $0 = checkIns }
             checkIns.serve(serverPort)
@@ -318,6 +318,6 @@ private enum CheckInServerBox {
 }
 
 /// How many workers the test's check-in server keeps.
-private func checkInsKept(_ loop: PCRunLoop) -> Int {
+private func checkInsKept() -> Int {
     CheckInServerBox.current.withLock { $0?.workers.count ?? -1 }
 }
