@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <errno.h>
 #include <sys/syscall.h>
+#include <stddef.h>
 #include "port_system.h"
 
 int port_accept4(int fd, int flags) { return accept4(fd, NULL, NULL, flags); }
@@ -17,6 +18,9 @@ int port_errno(void) { return errno; }
 pid_t port_gettid(void) { return (pid_t)syscall(SYS_gettid); }
 int port_add_seals(int fd, unsigned int seals) { return fcntl(fd, F_ADD_SEALS, seals); }
 int port_get_seals(int fd) { return fcntl(fd, F_GET_SEALS); }
+int port_recvmmsg(int fd, port_mmsghdr *msgs, unsigned int vlen, int flags) {
+    return recvmmsg(fd, (struct mmsghdr *)msgs, vlen, flags, NULL);
+}
 
 /* The header mirrors these without _GNU_SOURCE; keep the mirrors honest. */
 _Static_assert(PORT_MFD_CLOEXEC == MFD_CLOEXEC, "MFD_CLOEXEC");
@@ -32,5 +36,7 @@ _Static_assert(PORT_SCM_CREDENTIALS == SCM_CREDENTIALS, "SCM_CREDENTIALS");
 _Static_assert(PORT_SO_PASSCRED == SO_PASSCRED, "SO_PASSCRED");
 _Static_assert(PORT_SO_PEERCRED == SO_PEERCRED, "SO_PEERCRED");
 _Static_assert(sizeof(port_ucred) == sizeof(struct ucred), "struct ucred");
+_Static_assert(sizeof(port_mmsghdr) == sizeof(struct mmsghdr), "struct mmsghdr");
+_Static_assert(offsetof(port_mmsghdr, msg_len) == offsetof(struct mmsghdr, msg_len), "mmsghdr.msg_len");
 
 int port_malloc_trim(void) { return malloc_trim(0); }

@@ -25,6 +25,26 @@
 // touching the receiver's. A handler that drops its message, or a requester
 // that drops each reply, so receives with no allocation at all.
 //
+// Reading ahead (PCPort's serve): given a connection's id and how many
+// records it may still take this pass, a receive with nothing read ahead
+// takes up to that many queued records in one recvmmsg (a `ReceiveBatch`
+// of `readAheadCapacity` slots, allocated at the first) and returns the
+// first; the next receives for that connection return the rest, in order,
+// before the socket is read again. With a limit of 1 it is a plain
+// recvmsg: PCPort reads a turn's first record so, because recvmmsg of a
+// queue holding one record (a request) costs a second, empty read in the
+// kernel, and reads ahead from the second on. Only one connection's records are read
+// ahead at a time: a receive for another connection while some are waiting
+// (a handler running the loop, which serves another connection) reads one
+// record the plain way, as does any receive while a view of a read-ahead
+// record is lent (its slot must not be overwritten). Records read ahead
+// are no longer in the socket, so epoll does not report them: the port
+// has them served when its turn ends early (a request) or a handler runs
+// the loop (PCPort.noteReadAhead). Records of a connection or port that
+// went are given up by `dropReadAhead`, which closes their descriptors
+// (the records are lost, as they are when the socket closes unread); so
+// does deinit.
+//
 // Views (`receiveView`): the same record, parsed and validated the same
 // way, lent to a closure as a PortMessageView instead of copied into a
 // message: data components stay slices of the receive buffer, laid out in a
@@ -63,6 +83,32 @@ package final class MessageTransport {
     /// what a burst of small messages needs, without pinning large buffers.
     private static let maxSpares = 16
     private static let maxSpareCapacity = 16 * 1024
+    /// Records read ahead (see "Reading ahead"): allocated at the first
+    /// receive that reads ahead.
+    private var batch: UnixSocket.ReceiveBatch?
+    /// Read ahead, not yet returned: slots `batchNext..<batchCount`.
+    @exclusivity(unchecked) private var batchNext = 0
+    @exclusivity(unchecked) private var batchCount = 0
+    /// The connection the records read ahead came from.
+    @exclusivity(unchecked) private var batchConnection: UInt64 = 0
+    /// Several records were just read ahead (`takeNewReadAhead`).
+    @exclusivity(unchecked) private var newReadAhead = false
+    /// A view of a read-ahead record is lent (`receiveView`): its slot
+    /// must not be read into again.
+    @exclusivity(unchecked) private var lendingReadAhead = false
+    /// The most records read in one call: a pass's default share.
+    package static let readAheadCapacity = 16
+
+    /// Which connection a receive reads from, and how many records it may
+    /// still take in this pass (see "Reading ahead").
+    package struct ReadAhead {
+        package var connectionID: UInt64
+        package var limit: Int
+        package init(connectionID: UInt64, limit: Int) {
+            self.connectionID = connectionID
+            self.limit = limit
+        }
+    }
 
     package init(limits: PortLimits = .default) {
         self.limits = limits
@@ -73,6 +119,7 @@ package final class MessageTransport {
     }
 
     deinit {
+        dropReadAhead()
         sendBuffer.deallocate()
         receiveBuffer?.deallocate()
         viewSlots?.deallocate()
@@ -198,12 +245,14 @@ package final class MessageTransport {
     /// Receives and decodes one record from `connection`. A malformed
     /// record throws after closing every descriptor it carried; the caller
     /// then closes the connection.
-    package func receive(on connection: borrowing OwnedDescriptor) throws(PortError) -> Received {
+    package func receive(
+        on connection: borrowing OwnedDescriptor, readingAhead readAhead: ReadAhead? = nil
+    ) throws(PortError) -> Received {
         // Whatever no object takes below is closed on return.
         defer { received.closeAll() }
         let view: WireMessageView
         let sender: Credentials?
-        switch try receiveRecord(on: connection) {
+        switch try receiveRecord(on: connection, readAhead) {
         case .wouldBlock: return .wouldBlock
         case .closed: return .closed
         case .record(let v, let s):
@@ -251,12 +300,14 @@ package final class MessageTransport {
     /// is not called) after closing every descriptor it carried; every
     /// descriptor no object took is closed before this returns.
     package func receiveView(
-        on connection: borrowing OwnedDescriptor, _ body: (inout PortMessageView, _ replyExpected: Bool) -> Void
+        on connection: borrowing OwnedDescriptor, readingAhead readAhead: ReadAhead? = nil,
+        _ body: (inout PortMessageView, _ replyExpected: Bool) -> Void
     ) throws(PortError) -> ReceivedView {
         defer { received.closeAll() }
         let view: WireMessageView
         let sender: Credentials?
-        switch try receiveRecord(on: connection) {
+        let wasLending = lendingReadAhead
+        switch try receiveRecord(on: connection, readAhead) {
         case .wouldBlock: return .wouldBlock
         case .closed: return .closed
         case .record(let v, let s):
@@ -297,7 +348,10 @@ package final class MessageTransport {
         var lent = PortMessageView(
             msgid: view.msgid, slots: UnsafeBufferPointer(rebasing: slots[0..<n]), objects: objects,
             replyPort: replyPort, sender: sender)
+        // A read-ahead record's slot stays as it is while the view lives.
+        lendingReadAhead = wasLending || readAhead != nil
         body(&lent, view.flags.contains(.replyExpected))
+        lendingReadAhead = wasLending
         return .viewed
     }
 
@@ -307,11 +361,19 @@ package final class MessageTransport {
         case closed
     }
 
-    /// recvmsg into the receive buffer and decode: the record, validated,
-    /// its descriptors owned by `received` (the caller closes what no
-    /// object takes, also when this throws).
+    /// The next record of `connection`: read ahead (see "Reading ahead")
+    /// or received now, then decoded: the record, validated, its
+    /// descriptors owned by `received` (the caller closes what no object
+    /// takes, also when this throws).
     @inline(__always)  // one function per receive path, as before views
-    private func receiveRecord(on connection: borrowing OwnedDescriptor) throws(PortError) -> Record {
+    private func receiveRecord(on connection: borrowing OwnedDescriptor, _ readAhead: ReadAhead?) throws(PortError) -> Record {
+        if let readAhead {
+            if batchNext < batchCount {
+                if batchConnection == readAhead.connectionID { return try takeReadAhead() }
+            } else if readAhead.limit > 1 && !lendingReadAhead {
+                return try readAheadRecords(on: connection, readAhead)
+            }
+        }
         let buffer: UnsafeMutableRawBufferPointer
         let control: ControlMessage.Buffer
         if let b = receiveBuffer, let c = receiveControl {
@@ -338,12 +400,100 @@ package final class MessageTransport {
         } catch {
             throw .system(error)
         }
-        let record: UnixSocket.ReceivedRecord
         switch outcome {
         case .wouldBlock: return reset ? .closed : .wouldBlock
         case .endOfStream, .connectionReset: return .closed
-        case .record(let r): record = r
+        case .record(let record):
+            return try decode(UnsafeMutableRawBufferPointer(rebasing: buffer[0..<record.byteCount]), control, record)
         }
+    }
+
+    /// Receives up to `readAhead.limit` records of the connection in one
+    /// call and returns the first (see "Reading ahead").
+    @inline(never)  // the plain path stays as it was
+    private func readAheadRecords(on connection: borrowing OwnedDescriptor, _ readAhead: ReadAhead) throws(PortError) -> Record {
+        let slots: UnixSocket.ReceiveBatch
+        if let b = batch {
+            slots = b
+        } else {
+            slots = UnixSocket.ReceiveBatch(
+                capacity: Self.readAheadCapacity, recordSize: limits.maxRecordSize, descriptors: limits.maxDescriptors)
+            batch = slots
+        }
+        var outcome: UnixSocket.BatchOutcome
+        var reset = false
+        do {
+            outcome = try UnixSocket.receive(connection, into: slots, upTo: readAhead.limit)
+            if case .connectionReset = outcome {
+                reset = true  // as in `receiveRecord`: read on
+                outcome = try UnixSocket.receive(connection, into: slots, upTo: readAhead.limit)
+            }
+        } catch {
+            throw .system(error)
+        }
+        switch outcome {
+        case .wouldBlock: return reset ? .closed : .wouldBlock
+        case .endOfStream, .connectionReset: return .closed
+        case .records(let n):
+            batchConnection = readAhead.connectionID
+            batchNext = 0
+            batchCount = n
+            newReadAhead = n > 1
+            return try takeReadAhead()
+        }
+    }
+
+    /// The next record read ahead, decoded.
+    private func takeReadAhead() throws(PortError) -> Record {
+        let i = batchNext
+        batchNext += 1
+        if batchNext == batchCount {
+            batchNext = 0
+            batchCount = 0
+        }
+        // Force-unwrapped: records are read ahead only into `batch`.
+        let slots = batch.unsafelyUnwrapped
+        let record = slots.record(i)
+        return try decode(
+            UnsafeMutableRawBufferPointer(rebasing: slots.buffer(i)[0..<record.byteCount]), slots.controls[i], record)
+    }
+
+    /// Whether the last receive read records ahead of the one it
+    /// returned; true once per batch (so that the port can have them
+    /// served by a run nested in its handler: PCPort.noteReadAhead).
+    package func takeNewReadAhead() -> Bool {
+        guard newReadAhead else { return false }
+        newReadAhead = false
+        return true
+    }
+
+    /// Whether records of connection `id` were read ahead and not returned yet.
+    package func hasReadAhead(of id: UInt64) -> Bool {
+        batchNext < batchCount && batchConnection == id
+    }
+
+    /// Gives up the records read ahead (of connection `id` only, when
+    /// given): their descriptors are closed.
+    package func dropReadAhead(of id: UInt64? = nil) {
+        guard batchNext < batchCount, id == nil || id == batchConnection, let slots = batch else { return }
+        // A list of its own: `received` may hold a record being delivered.
+        var dropped = OwnedDescriptors(capacity: limits.maxDescriptors)
+        for i in batchNext..<batchCount {
+            let record = slots.record(i)
+            _ = ControlMessage.parse(
+                slots.controls[i], length: record.controlLength, truncated: record.controlTruncated, into: &dropped)
+            dropped.closeAll()
+        }
+        batchNext = 0
+        batchCount = 0
+    }
+
+    /// Decodes a received record: its descriptors owned by `received`
+    /// from here, then the checks, then the wire format.
+    @inline(__always)
+    private func decode(
+        _ bytes: UnsafeMutableRawBufferPointer, _ control: ControlMessage.Buffer, _ record: UnixSocket.ReceivedRecord
+    ) throws(PortError) -> Record {
         // Owned from here (by `received`).
         let parsed = ControlMessage.parse(
             control, length: record.controlLength, truncated: record.controlTruncated, into: &received)
@@ -359,8 +509,7 @@ package final class MessageTransport {
         }
         do {
             let view = try WireDecoder.decode(
-                UnsafeRawBufferPointer(rebasing: buffer[0..<record.byteCount]), descriptorCount: received.count,
-                limits: limits)
+                UnsafeRawBufferPointer(bytes), descriptorCount: received.count, limits: limits)
             return .record(view, sender: parsed.credentials)
         } catch {
             throw .wire(error)

@@ -129,6 +129,8 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     /// to them were still waiting to be accepted: each stays in its loops
     /// until its backlog is accepted (`acceptAll`), then closes.
     private var replacedListeners: [PortSource] = []
+    /// The connection whose records were read ahead (`noteReadAhead`).
+    private var readAheadWaiting: (source: PortSource, id: UInt64)?
     /// `recordsPerPass`: an atomic, read on every pass of every
     /// connection without taking `lock`.
     private let fairShare = Atomic<Int>(PCPort.defaultRecordsPerPass)
@@ -395,7 +397,7 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     /// this port sent it last. Loop thread only.
     package func closeConnection(_ id: UInt64) {
         guard let source = lock.withLock({ connections[id] }) else { return }
-        _ = source.withDescriptor { (fd: borrowing OwnedDescriptor) -> Void in discardUnread(fd) }
+        _ = source.withDescriptor { (fd: borrowing OwnedDescriptor) -> Void in discardUnread(fd, id: id) }
         dropConnection(source, id: id)
     }
 
@@ -406,7 +408,9 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     /// the peer's sends from then on fail (EPIPE, its "receiver gone"), and
     /// the queue, which the socket's buffers bound, is read to its end.
     /// Should the shutdown fail, a pass's share is read, as before.
-    private func discardUnread(_ fd: borrowing OwnedDescriptor) {
+    /// Records of connection `id` read ahead are given up too.
+    private func discardUnread(_ fd: borrowing OwnedDescriptor, id: UInt64? = nil) {
+        if let id { transport.dropReadAhead(of: id) }
         let shut = (try? UnixSocket.shutdown(fd, .read)) != nil
         var left = shut ? Int.max : fairShare.load(ordering: .relaxed)
         while left > 0, case .message? = try? transport.receive(on: fd) {
@@ -509,10 +513,13 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     /// again in the same loop and mode does nothing. Safe from any thread.
     public func schedule(in loop: PCRunLoop, forMode mode: PCRunLoop.Mode) throws(PortError) {
         // The anchor's closure holds the port: the loop retains the port.
-        let anchor = RunLoopSource(perform: { _ in withExtendedLifetime(self) {} })
+        // Signalled, it serves records read ahead (`noteReadAhead`).
+        let anchor = RunLoopSource(perform: { _ in self.serveReadAhead() })
+        var waiting = false
         let sources: [PortSource]?? = lock.withLock { () -> [PortSource]?? in
             guard valid else { return .none }
             if schedulings.contains(where: { $0.loop === loop && $0.mode == mode }) { return .some(.none) }
+            waiting = readAheadWaiting != nil
             schedulings.append(Scheduling(loop: loop, mode: mode, anchor: anchor))
             if let listening, listener == nil {
                 listener = makeListener(listening)
@@ -527,6 +534,7 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
         for s in sources {
             do { try loop.add(s, forMode: mode) } catch { throw .system(error) }
         }
+        if waiting { anchor.signal() }
     }
 
     /// Removes the port from `loop`'s `mode` (NSPort removeFromRunLoop:forMode:,
@@ -642,6 +650,37 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
         }
     }
 
+    /// Records of connection `id` were read ahead (MessageTransport,
+    /// "Reading ahead"): epoll no longer reports them, so the anchors are
+    /// signalled to serve them, once per batch and again whenever a
+    /// request ends the connection's turn with some left. A run nested in a handler
+    /// then serves them, in order, as it would serve records still in the
+    /// socket; so does the next pass when a request ended the connection's
+    /// turn (at step 4, after the perform requests the handler queued, as
+    /// CF runs blocks before the next message). When the pass itself took
+    /// them all, the signal finds nothing to do.
+    private func noteReadAhead(_ source: PortSource, _ id: UInt64) {
+        // Most ports are in one mode: no array is made for that one.
+        let (first, others) = lock.withLock { () -> (RunLoopSource?, [RunLoopSource]?) in
+            readAheadWaiting = (source, id)
+            let others = schedulings.count > 1 ? schedulings.dropFirst().compactMap { $0.anchor } : nil
+            return (schedulings.first?.anchor, others)
+        }
+        first?.signal()
+        if let others { for a in others { a.signal() } }
+    }
+
+    /// An anchor's perform: the turn of the connection `noteReadAhead`
+    /// noted, when records of it are still waiting.
+    private func serveReadAhead() {
+        let waiting = lock.withLock { () -> (source: PortSource, id: UInt64)? in
+            defer { readAheadWaiting = nil }
+            return readAheadWaiting
+        }
+        guard let (source, id) = waiting, transport.hasReadAhead(of: id), source.isValid else { return }
+        source.handler(source)
+    }
+
     /// A replaced listening socket whose backlog was accepted: it leaves
     /// its loops and closes.
     private func dropReplaced(_ source: PortSource) {
@@ -665,19 +704,28 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     /// reported again in the next pass (level-triggered epoll).
     private func serve(_ source: PortSource, _ connection: SharedDescriptor, _ id: UInt64, _ peer: Credentials?) {
         let share = fairShare.load(ordering: .relaxed)
+        // Records read ahead for a connection that went (or a port
+        // invalidated) in the pass are given up (MessageTransport,
+        // "Reading ahead"); otherwise the share leaves none.
+        defer { if !source.isValid { transport.dropReadAhead(of: id) } }
         // Chosen once per pass, so that the array path's loop is what it
         // was before views; a handler switched within the pass is still
         // the one called (`deliver` and `deliverView` each fall back).
         if viewing.load(ordering: .relaxed) {
-            for _ in 0..<share where source.isValid {
-                if !serveView(source, connection, id, peer) { return }
+            for i in 0..<share where source.isValid {
+                if !serveView(source, connection, id, peer, limit: i == 0 ? 1 : share - i) { return }
             }
             return
         }
-        for _ in 0..<share where source.isValid {
+        for i in 0..<share where source.isValid {
             let received: MessageTransport.Received
             do {
-                received = try transport.receive(on: connection.descriptor)
+                // The first record of a turn is read alone: most often it
+                // is a request, and the only one (MessageTransport, "Reading
+                // ahead"); the rest of the share is read ahead.
+                received = try transport.receive(
+                    on: connection.descriptor,
+                    readingAhead: MessageTransport.ReadAhead(connectionID: id, limit: i == 0 ? 1 : share - i))
             } catch {
                 fail(source, error, id, peer)
                 return
@@ -691,14 +739,18 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
                 dropConnection(source, id: id)
                 return
             case .message(var message, let replyExpected):
+                if transport.takeNewReadAhead() { noteReadAhead(source, id) }
                 message.connectionID = id
                 message.connectionCredentials = peer
                 if replyExpected {
                     deliverRequest(consume message, source, connection, id)
-                    // A requester waits for this reply before it sends again,
-                    // so the connection is most likely empty: skip the read
-                    // that would only say EAGAIN. If more is queued after all,
-                    // level-triggered epoll reports it in the next pass.
+                    // A request ends the connection's turn. A requester
+                    // waits for this reply before it sends again, so the
+                    // connection is most likely empty: skip the read that
+                    // would only say EAGAIN. If more is queued after all,
+                    // level-triggered epoll reports it in the next pass, and
+                    // what was read ahead is served then (`noteReadAhead`).
+                    if transport.hasReadAhead(of: id) { noteReadAhead(source, id) }
                     return
                 } else {
                     _ = deliver(message)
@@ -711,13 +763,18 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     /// false when `serve` must stop for this pass (nothing more to read, the
     /// connection closed or failed, or a request was answered: see `serve`).
     @inline(never)  // out of `serve`'s array loop
-    private func serveView(_ source: PortSource, _ connection: SharedDescriptor, _ id: UInt64, _ peer: Credentials?) -> Bool {
+    private func serveView(
+        _ source: PortSource, _ connection: SharedDescriptor, _ id: UInt64, _ peer: Credentials?, limit: Int
+    ) -> Bool {
         // A request's reply, worked out inside the closure, sent once the
         // view (which holds the reply right while it lives) is gone.
         var request: (right: SendRight, msgid: UInt32, reply: PCPortMessage?)?
         let outcome: MessageTransport.ReceivedView
         do {
-            outcome = try transport.receiveView(on: connection.descriptor) { view, replyExpected in
+            outcome = try transport.receiveView(
+                on: connection.descriptor, readingAhead: MessageTransport.ReadAhead(connectionID: id, limit: limit)
+            ) { view, replyExpected in
+                if transport.takeNewReadAhead() { noteReadAhead(source, id) }
                 view.connectionID = id
                 view.connectionCredentials = peer
                 guard replyExpected else {
@@ -753,7 +810,8 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
             if let error = replyRight.answer(reply, requestID: msgid, deferred: deferred, using: transport) {
                 fail(source, error, id)
             }
-            // As in `serve`: a requester waits for this reply before it sends again.
+            // As in `serve`: a request ends the connection's turn.
+            if transport.hasReadAhead(of: id) { noteReadAhead(source, id) }
             return false
         }
     }

@@ -81,6 +81,14 @@ pid_t port_gettid(void);
  * signature here. */
 int port_add_seals(int fd, unsigned int seals);
 int port_get_seals(int fd);
+/* recvmmsg(2) (many records in one call), without a timeout: struct
+ * mmsghdr needs _GNU_SOURCE, so this mirror has its layout, checked in
+ * port_system.c. */
+typedef struct port_mmsghdr {
+    struct msghdr msg_hdr;
+    unsigned int msg_len;
+} port_mmsghdr;
+int port_recvmmsg(int fd, port_mmsghdr *msgs, unsigned int vlen, int flags);
 
 /* malloc_trim(3): glibc's <malloc.h> is not part of Swift's Glibc module. */
 int port_malloc_trim(void);

@@ -1,0 +1,157 @@
+// PortReadAheadTests: a port reads the records queued on a connection,
+// beyond the first of its turn, up to a pass's share in one recvmmsg
+// (MessageTransport, "Reading ahead"). Records read ahead are no longer in
+// the socket, so epoll does not report them. These tests hold what the port
+// must still do with them, each with records queued before the loop runs,
+// so that they are read ahead: serve them in the socket's order after a
+// request ended the connection's turn (after the perform requests its
+// handler queued, as CF runs blocks before the next message), serve them
+// in a run nested in a handler, and give them up with their descriptors
+// when the connection or the port goes, or when a record before them is
+// malformed.
+
+import Synchronization
+import Testing
+import PortRunLoop
+import PortSystem
+@testable import PortMessaging
+
+@Suite struct PortReadAheadTests {
+    /// What the handlers saw, in order.
+    final class Log: Sendable {
+        private let entries = Mutex<[String]>([])
+        func add(_ entry: String) { entries.withLock { $0.append(entry) } }
+        var all: [String] { entries.withLock { $0 } }
+    }
+
+    /// Runs `loop` in `.default` until `done` or 20 s.
+    private func run(_ loop: PCRunLoop, until done: () -> Bool) {
+        let deadline = MonotonicInstant.now() + .seconds(20)
+        while !done() && MonotonicInstant.now() < deadline {
+            loop.runInMode(.default, before: deadline, returnAfterSourceHandled: true)
+        }
+    }
+
+    /// Queues `message` on `right`'s connection as it is; as a request
+    /// when `request` (whose reply nobody reads).
+    private func queue(_ message: PCPortMessage, on right: SendRight, request: Bool = false) throws {
+        let connection = try #require(right.currentConnection())
+        let sent = try MessageTransport().send(
+            message, on: connection.descriptor, replyPort: nil, replyExpected: request, before: .now())
+        #expect(sent == .sent)
+    }
+
+    @Test(arguments: [false, true])
+    func aRequestEndsItsConnectionsTurnAndWhatWasReadAheadComesAfterItsHandlersPerforms(view: Bool) throws {
+        let loop = PCRunLoop.current
+        let log = Log()
+        func handle(_ msgid: UInt32) {
+            log.add("m\(msgid)")
+            if msgid == 1 { loop.perform(inModes: [.default]) { log.add("performed") } }
+        }
+        let port =
+            view
+            ? PCPort(viewHandler: { v in
+                handle(v.msgid)
+                return nil
+            })
+            : PCPort { m in
+                handle(m.msgid)
+                return nil
+            }
+        defer { port.invalidate() }
+        try port.schedule(in: loop, forMode: .default)
+        let right = try port.makeSendRight()
+        try queue(PCPortMessage(msgid: 0, strings: ["first, read alone"]), on: right)
+        try queue(PCPortMessage(msgid: 1, strings: ["a request"]), on: right, request: true)
+        for i in 2...5 { try queue(PCPortMessage(msgid: UInt32(i), strings: ["behind it"]), on: right) }
+
+        run(loop) { log.all.count >= 7 }
+        #expect(log.all == ["m0", "m1", "performed", "m2", "m3", "m4", "m5"])
+    }
+
+    @Test func aRunNestedInAHandlerServesTheRecordsReadAheadInOrder() throws {
+        let loop = PCRunLoop.current
+        let log = Log()
+        let port = PCPort { m in
+            log.add("m\(m.msgid)")
+            if m.msgid == 1 {
+                // Waits, in a nested run, for the records queued behind this one.
+                let deadline = MonotonicInstant.now() + .seconds(20)
+                while log.all.count < 6 && MonotonicInstant.now() < deadline {
+                    loop.runInMode(.default, before: deadline, returnAfterSourceHandled: true)
+                }
+                log.add("nested run ended")
+            }
+            return nil
+        }
+        defer { port.invalidate() }
+        try port.schedule(in: loop, forMode: .default)
+        let right = try port.makeSendRight()
+        for i in 0...5 { try queue(PCPortMessage(msgid: UInt32(i), strings: ["queued"]), on: right) }
+
+        run(loop) { log.all.count >= 7 }
+        #expect(log.all == ["m0", "m1", "m2", "m3", "m4", "m5", "nested run ended"])
+    }
+
+    @Test(arguments: ["closeConnection", "invalidate"])
+    func recordsReadAheadOfAConnectionThatGoesAreGivenUpAndTheirRightsClosed(_ how: String) throws {
+        let loop = PCRunLoop.current
+        // Each message carries a right to `target`, the only one once sent:
+        // `target` sees every right that is closed as a connection that goes.
+        let target = PCPort()
+        defer { target.invalidate() }
+        try target.schedule(in: loop, forMode: .default)
+        let log = Log()
+        let port = PCPort()
+        port.setHandler { [unowned port] m in
+            log.add("m\(m.msgid)")
+            if m.msgid == 1, let id = m.connectionID {
+                if how == "invalidate" { port.invalidate() } else { port.closeConnection(id) }
+            }
+            return nil
+        }
+        defer { port.invalidate() }
+        try port.schedule(in: loop, forMode: .default)
+        let right = try port.makeSendRight()
+        for i in 0...5 {
+            try queue(PCPortMessage(msgid: UInt32(i), components: [.port(try target.makeSendRight())]), on: right)
+        }
+        #expect(target.connectionCount == 6)
+
+        run(loop) { target.connectionCount == 0 }
+        #expect(target.connectionCount == 0, "rights read ahead were not closed")
+        #expect(log.all == ["m0", "m1"])
+    }
+
+    @Test func aMalformedRecordClosesItsConnectionAndTheRecordsReadAheadBehindItAreGivenUp() throws {
+        let loop = PCRunLoop.current
+        let target = PCPort()
+        defer { target.invalidate() }
+        try target.schedule(in: loop, forMode: .default)
+        let log = Log()
+        let errors = Log()
+        let port = PCPort { m in
+            log.add("m\(m.msgid)")
+            return nil
+        }
+        port.onError { errors.add("\($0)") }
+        defer { port.invalidate() }
+        try port.schedule(in: loop, forMode: .default)
+        let right = try port.makeSendRight()
+        try queue(PCPortMessage(msgid: 0, strings: ["first, read alone"]), on: right)
+        try queue(PCPortMessage(msgid: 1, components: [.port(try target.makeSendRight())]), on: right)
+        let connection = try #require(right.currentConnection())
+        let garbage = [UInt8](repeating: 0xFF, count: 24)
+        #expect(try garbage.withUnsafeBytes { try UnixSocket.send(connection.descriptor, $0) } == .sent(24))
+        for i in 3...4 {
+            try queue(PCPortMessage(msgid: UInt32(i), components: [.port(try target.makeSendRight())]), on: right)
+        }
+        #expect(target.connectionCount == 3)
+
+        run(loop) { target.connectionCount == 0 && !errors.all.isEmpty }
+        #expect(log.all == ["m0", "m1"])
+        #expect(errors.all.count == 1)
+        #expect(target.connectionCount == 0, "rights read ahead behind the malformed record were not closed")
+    }
+}
