@@ -85,12 +85,15 @@ package final class MessageTransport {
     private static let maxSpareCapacity = 16 * 1024
     /// Records read ahead (see "Reading ahead"): allocated at the first
     /// receive that reads ahead.
-    private var batch: UnixSocket.ReceiveBatch?
+    @exclusivity(unchecked) private var batch: UnixSocket.ReceiveBatch?
     /// Read ahead, not yet returned: slots `batchNext..<batchCount`.
     @exclusivity(unchecked) private var batchNext = 0
     @exclusivity(unchecked) private var batchCount = 0
     /// The connection the records read ahead came from.
     @exclusivity(unchecked) private var batchConnection: UInt64 = 0
+    /// A connection whose stream ended behind the records read ahead: its
+    /// next receive, once they are taken, reports `.closed`.
+    @exclusivity(unchecked) private var endedConnection: UInt64?
     /// Several records were just read ahead (`takeNewReadAhead`).
     @exclusivity(unchecked) private var newReadAhead = false
     /// A view of a read-ahead record is lent (`receiveView`): its slot
@@ -120,6 +123,7 @@ package final class MessageTransport {
 
     deinit {
         dropReadAhead()
+        batch?.deallocate()
         sendBuffer.deallocate()
         receiveBuffer?.deallocate()
         viewSlots?.deallocate()
@@ -370,6 +374,9 @@ package final class MessageTransport {
         if let readAhead {
             if batchNext < batchCount {
                 if batchConnection == readAhead.connectionID { return try takeReadAhead() }
+            } else if endedConnection == readAhead.connectionID {
+                endedConnection = nil
+                return .closed
             } else if readAhead.limit > 1 && !lendingReadAhead {
                 return try readAheadRecords(on: connection, readAhead)
             }
@@ -404,7 +411,9 @@ package final class MessageTransport {
         case .wouldBlock: return reset ? .closed : .wouldBlock
         case .endOfStream, .connectionReset: return .closed
         case .record(let record):
-            return try decode(UnsafeMutableRawBufferPointer(rebasing: buffer[0..<record.byteCount]), control, record)
+            return try decode(
+                UnsafeMutableRawBufferPointer(rebasing: buffer[0..<record.byteCount]), control.pointer, control.capacity,
+                record)
         }
     }
 
@@ -434,10 +443,11 @@ package final class MessageTransport {
         switch outcome {
         case .wouldBlock: return reset ? .closed : .wouldBlock
         case .endOfStream, .connectionReset: return .closed
-        case .records(let n):
+        case .records(let n, let ended):
             batchConnection = readAhead.connectionID
             batchNext = 0
             batchCount = n
+            if ended { endedConnection = readAhead.connectionID }
             newReadAhead = n > 1
             return try takeReadAhead()
         }
@@ -455,7 +465,8 @@ package final class MessageTransport {
         let slots = batch.unsafelyUnwrapped
         let record = slots.record(i)
         return try decode(
-            UnsafeMutableRawBufferPointer(rebasing: slots.buffer(i)[0..<record.byteCount]), slots.controls[i], record)
+            UnsafeMutableRawBufferPointer(rebasing: slots.buffer(i)[0..<record.byteCount]), slots.control(i),
+            slots.controlSize, record)
     }
 
     /// Whether the last receive read records ahead of the one it
@@ -481,7 +492,8 @@ package final class MessageTransport {
         for i in batchNext..<batchCount {
             let record = slots.record(i)
             _ = ControlMessage.parse(
-                slots.controls[i], length: record.controlLength, truncated: record.controlTruncated, into: &dropped)
+                slots.control(i), capacity: slots.controlSize, length: record.controlLength,
+                truncated: record.controlTruncated, into: &dropped)
             dropped.closeAll()
         }
         batchNext = 0
@@ -492,11 +504,13 @@ package final class MessageTransport {
     /// from here, then the checks, then the wire format.
     @inline(__always)
     private func decode(
-        _ bytes: UnsafeMutableRawBufferPointer, _ control: ControlMessage.Buffer, _ record: UnixSocket.ReceivedRecord
+        _ bytes: UnsafeMutableRawBufferPointer, _ control: UnsafeMutableRawPointer, _ controlCapacity: Int,
+        _ record: UnixSocket.ReceivedRecord
     ) throws(PortError) -> Record {
         // Owned from here (by `received`).
         let parsed = ControlMessage.parse(
-            control, length: record.controlLength, truncated: record.controlTruncated, into: &received)
+            control, capacity: controlCapacity, length: record.controlLength, truncated: record.controlTruncated,
+            into: &received)
         if parsed.truncated || parsed.unexpected > 0 { throw .controlTruncated }
         if record.truncated { throw .recordTruncated }
         // Hostile until the kernel says what they are: an O_PATH descriptor

@@ -132,12 +132,22 @@ package enum ControlMessage {
     package static func parse(
         _ buffer: Buffer, length: Int, truncated: Bool, into descriptors: inout OwnedDescriptors
     ) -> Received {
+        parse(buffer.pointer, capacity: buffer.capacity, length: length, truncated: truncated, into: &descriptors)
+    }
+
+    /// `parse(_:length:truncated:into:)` of a control buffer given by its
+    /// start (aligned for `cmsghdr`) and size (a `UnixSocket.ReceiveBatch`
+    /// slot's).
+    package static func parse(
+        _ pointer: UnsafeMutableRawPointer, capacity: Int, length: Int, truncated: Bool,
+        into descriptors: inout OwnedDescriptors
+    ) -> Received {
         var result = Received()
         result.truncated = truncated
-        precondition(length <= buffer.capacity)
+        precondition(length <= capacity)
         if length == 0 { return result }
         var msg = msghdr()
-        msg.msg_control = buffer.pointer
+        msg.msg_control = pointer
         msg.msg_controllen = length
         var c = port_cmsg_firsthdr(&msg)
         while let h = c {

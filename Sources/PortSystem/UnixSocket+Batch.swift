@@ -8,34 +8,36 @@
 // ECONNRESET `.connectionReset`), and the same rule for the end of the
 // stream: a record of zero bytes and no control data. At the end of the
 // stream recvmmsg fills every slot left with such an empty read, so the
-// first one ends the batch: the records before it are returned, and the
-// next call reports `.endOfStream` without a system call (an empty record
-// the peer really sent ends the connection as it does for `receive`).
-// Records read after it are dropped, their descriptors closed. Every slot's
+// first one ends the batch: the records before it are returned, with
+// `endOfStream` set, and the caller treats the connection as ended once
+// it has taken them (an empty record the peer really sent ends the
+// connection as it does for `receive`; the state is the caller's, since a
+// batch serves many connections in turn). Records read after it are
+// dropped, their descriptors closed. Every slot's
 // control buffer may hold descriptors the kernel installed: the caller
 // parses each record's (`ControlMessage.parse`) before it receives again,
 // or they leak. Data buffers are one allocation, reused; pages are touched
-// only as records are written into them.
+// only as records are written into them. The headers are set up once.
 
 import CPortSystem
 import Glibc
 
 extension UnixSocket {
-    /// The buffers of up to `capacity` records received in one call. Owned
-    /// by one receiver at a time; not thread-safe.
-    package final class ReceiveBatch {
+    /// The buffers of up to `capacity` records received in one call: raw
+    /// memory, so that reading a slot costs no reference counting. Owned
+    /// by one receiver, which calls `deallocate()` once, when done; not
+    /// thread-safe.
+    package struct ReceiveBatch {
         /// How many records one call can receive.
         package let capacity: Int
         /// The size of each record's data buffer.
         package let recordSize: Int
+        /// The size of each record's control buffer.
+        package let controlSize: Int
         private let data: UnsafeMutableRawPointer
+        private let controls: UnsafeMutableRawPointer
         private let headers: UnsafeMutablePointer<port_mmsghdr>
         private let iovecs: UnsafeMutablePointer<iovec>
-        /// Each slot's control buffer.
-        package let controls: [ControlMessage.Buffer]
-        /// The last call ended at the end of the stream after returning
-        /// records: the next reports `.endOfStream`.
-        fileprivate var endPending = false
 
         /// Room for `capacity` records of up to `recordSize` bytes, each
         /// with a control buffer for `descriptors` descriptors and the
@@ -44,16 +46,30 @@ extension UnixSocket {
             precondition(capacity >= 1 && recordSize >= 1)
             self.capacity = capacity
             self.recordSize = recordSize
+            // CMSG_SPACE sizes are multiples of cmsghdr's alignment, so
+            // every slot's control buffer starts aligned.
+            controlSize = ControlMessage.space(descriptors: descriptors, credentials: true)
             data = .allocate(byteCount: capacity * recordSize, alignment: 8)
+            controls = .allocate(byteCount: capacity * controlSize, alignment: MemoryLayout<cmsghdr>.alignment)
+            controls.initializeMemory(as: UInt8.self, repeating: 0, count: capacity * controlSize)
             headers = .allocate(capacity: capacity)
-            headers.initialize(repeating: port_mmsghdr(), count: capacity)
             iovecs = .allocate(capacity: capacity)
-            iovecs.initialize(repeating: iovec(), count: capacity)
-            controls = (0..<capacity).map { _ in ControlMessage.Buffer(descriptors: descriptors, credentials: true) }
+            // Set up once: a call writes back only the lengths and flags.
+            for i in 0..<capacity {
+                iovecs[i] = iovec(iov_base: data + i * recordSize, iov_len: recordSize)
+                var m = msghdr()
+                m.msg_iov = iovecs + i
+                m.msg_iovlen = 1
+                m.msg_control = controls + i * controlSize
+                m.msg_controllen = controlSize
+                headers.advanced(by: i).initialize(to: port_mmsghdr(msg_hdr: m, msg_len: 0))
+            }
         }
 
-        deinit {
+        /// Frees the buffers; the batch must not be used again.
+        package func deallocate() {
             data.deallocate()
+            controls.deallocate()
             headers.deallocate()
             iovecs.deallocate()
         }
@@ -63,6 +79,11 @@ extension UnixSocket {
         package func buffer(_ i: Int) -> UnsafeMutableRawBufferPointer {
             UnsafeMutableRawBufferPointer(start: data + i * recordSize, count: recordSize)
         }
+
+        /// The control buffer of slot `i` (`controlSize` bytes), to parse
+        /// with `ControlMessage.parse(_:capacity:length:truncated:into:)`.
+        @inline(__always)
+        package func control(_ i: Int) -> UnsafeMutableRawPointer { controls + i * controlSize }
 
         /// What the last call reported about the record in slot `i`.
         @inline(__always)
@@ -74,26 +95,20 @@ extension UnixSocket {
                 controlTruncated: h.msg_hdr.msg_flags & Int32(MSG_CTRUNC) != 0)
         }
 
-        /// Sets up the first `n` slots for a call (recvmmsg writes the
-        /// control lengths and flags back).
+        /// Readies the first `n` slots for a call: recvmmsg writes each
+        /// one's control length back.
+        @inline(__always)
         fileprivate func prepare(_ n: Int) -> UnsafeMutablePointer<port_mmsghdr> {
-            for i in 0..<n {
-                iovecs[i] = iovec(iov_base: data + i * recordSize, iov_len: recordSize)
-                var m = msghdr()
-                m.msg_iov = iovecs + i
-                m.msg_iovlen = 1
-                m.msg_control = controls[i].pointer
-                m.msg_controllen = controls[i].capacity
-                headers[i] = port_mmsghdr(msg_hdr: m, msg_len: 0)
-            }
+            for i in 0..<n { headers[i].msg_hdr.msg_controllen = controlSize }
             return headers
         }
     }
 
     /// The outcome of `receive(_:into:upTo:)`.
     package enum BatchOutcome: Equatable, Sendable {
-        /// This many records, in slots 0 to n-1.
-        case records(Int)
+        /// This many records, in slots 0 to n-1; `endOfStream`: the peer
+        /// closed its end (or sent an empty record) after them.
+        case records(Int, endOfStream: Bool)
         /// Nothing queued.
         case wouldBlock
         /// The peer closed its end and every record has been read.
@@ -110,10 +125,6 @@ extension UnixSocket {
     package static func receive(
         _ fd: borrowing OwnedDescriptor, into batch: ReceiveBatch, upTo limit: Int
     ) throws(SystemCallError) -> BatchOutcome {
-        if batch.endPending {
-            batch.endPending = false
-            return .endOfStream
-        }
         let n = min(max(limit, 1), batch.capacity)
         let fd = fd.rawValue
         let headers = batch.prepare(n)
@@ -134,18 +145,16 @@ extension UnixSocket {
                 if h.msg_len == 0 && h.msg_hdr.msg_controllen == 0 { break }
                 records += 1
             }
-            if records == Int(count) { return .records(records) }
+            if records == Int(count) { return .records(records, endOfStream: false) }
             // The end (see the header): what came after it is dropped.
             for i in (records + 1)..<Int(count) where headers[i].msg_hdr.msg_controllen > 0 {
                 var dropped = OwnedDescriptors(capacity: Int(PORT_SCM_MAX_FD))
                 _ = ControlMessage.parse(
-                    batch.controls[i], length: Int(headers[i].msg_hdr.msg_controllen), truncated: false,
-                    into: &dropped)
+                    batch.control(i), capacity: batch.controlSize, length: Int(headers[i].msg_hdr.msg_controllen),
+                    truncated: false, into: &dropped)
                 dropped.closeAll()
             }
-            if records == 0 { return .endOfStream }
-            batch.endPending = true
-            return .records(records)
+            return records == 0 ? .endOfStream : .records(records, endOfStream: true)
         }
     }
 }

@@ -8,7 +8,8 @@
 // handler queued, as CF runs blocks before the next message), serve them
 // in a run nested in a handler, and give them up with their descriptors
 // when the connection or the port goes, or when a record before them is
-// malformed.
+// malformed; and the end of one connection's stream, read ahead behind its
+// records, ends that connection only.
 
 import Synchronization
 import Testing
@@ -153,5 +154,33 @@ import PortSystem
         #expect(log.all == ["m0", "m1"])
         #expect(errors.all.count == 1)
         #expect(target.connectionCount == 0, "rights read ahead behind the malformed record were not closed")
+    }
+
+    @Test func theEndOfOneConnectionReadAheadEndsThatConnectionOnly() throws {
+        let loop = PCRunLoop.current
+        let log = Log()
+        let gone = Log()
+        let port = PCPort { m in
+            log.add(m.components.first?.string ?? "")
+            return nil
+        }
+        port.onDisconnect { gone.add("\($0)") }
+        defer { port.invalidate() }
+        try port.schedule(in: loop, forMode: .default)
+        // 15 records and the end: the end is read ahead with the last 14,
+        // within one turn's share of 16.
+        do {
+            let ending = try port.makeSendRight()
+            for i in 0..<15 { try queue(PCPortMessage(msgid: 1, strings: ["a\(i)"]), on: ending) }
+        }
+        // More than a share: read in the next passes, after that end.
+        let staying = try port.makeSendRight()
+        for i in 0..<40 { try queue(PCPortMessage(msgid: 2, strings: ["b\(i)"]), on: staying) }
+
+        run(loop) { log.all.count >= 55 && !gone.all.isEmpty }
+        #expect(log.all.filter { $0.hasPrefix("a") } == (0..<15).map { "a\($0)" })
+        #expect(log.all.filter { $0.hasPrefix("b") } == (0..<40).map { "b\($0)" })
+        #expect(gone.all.count == 1)
+        #expect(port.connectionCount == 1, "the connection that stays was closed")
     }
 }

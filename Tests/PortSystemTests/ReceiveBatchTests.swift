@@ -1,8 +1,8 @@
 // UnixSocket.receive(_:into:upTo:) (recvmmsg) on real socket pairs: queued
 // records come in order, each in its slot with its own descriptors and
 // credentials, no more than asked for; the end of the stream, and an empty
-// record the peer sent, end a batch the way they end `receive`, and what a
-// batch read past that end carried is closed, not leaked.
+// record the peer sent, end a batch (`endOfStream` with the records before
+// them), and what a batch read past that end carried is closed, not leaked.
 
 import CPortSystem
 import Glibc
@@ -45,14 +45,16 @@ import Testing
         }
         _ = close(w)
         let batch = UnixSocket.ReceiveBatch(capacity: 16, recordSize: 1024, descriptors: 4)
-        #expect(try UnixSocket.receive(pair.second, into: batch, upTo: 16) == .records(5))
+        defer { batch.deallocate() }
+        #expect(try UnixSocket.receive(pair.second, into: batch, upTo: 16) == .records(5, endOfStream: false))
         var descriptors = OwnedDescriptors(capacity: 4)
         for i in 0..<5 {
             #expect(Self.text(batch, i) == "record \(i)")
             let record = batch.record(i)
             #expect(!record.truncated && !record.controlTruncated)
             let parsed = ControlMessage.parse(
-                batch.controls[i], length: record.controlLength, truncated: false, into: &descriptors)
+                batch.control(i), capacity: batch.controlSize, length: record.controlLength, truncated: false,
+                into: &descriptors)
             #expect(parsed.credentials == Credentials(pid: getpid(), uid: getuid(), gid: getgid()))
             #expect(descriptors.count == (i == 2 ? 1 : 0), "record \(i)")
             // Open from the receive until the list that parsed it closes it.
@@ -67,11 +69,12 @@ import Testing
         let pair = try UnixSocket.makePair()
         for i in 0..<7 { try Self.sendRecord(pair.first, "r\(i)") }
         let batch = UnixSocket.ReceiveBatch(capacity: 4, recordSize: 64, descriptors: 1)
-        #expect(try UnixSocket.receive(pair.second, into: batch, upTo: 2) == .records(2))
+        defer { batch.deallocate() }
+        #expect(try UnixSocket.receive(pair.second, into: batch, upTo: 2) == .records(2, endOfStream: false))
         #expect(Self.text(batch, 0) == "r0" && Self.text(batch, 1) == "r1")
-        #expect(try UnixSocket.receive(pair.second, into: batch, upTo: 100) == .records(4))
+        #expect(try UnixSocket.receive(pair.second, into: batch, upTo: 100) == .records(4, endOfStream: false))
         #expect((0..<4).map { Self.text(batch, $0) } == ["r2", "r3", "r4", "r5"])
-        #expect(try UnixSocket.receive(pair.second, into: batch, upTo: 0) == .records(1), "at least one")
+        #expect(try UnixSocket.receive(pair.second, into: batch, upTo: 0) == .records(1, endOfStream: false), "at least one")
         #expect(Self.text(batch, 0) == "r6")
     }
 
@@ -81,9 +84,9 @@ import Testing
         try Self.sendRecord(pair.first, "b")
         try UnixSocket.shutdown(pair.first, .write)
         let batch = UnixSocket.ReceiveBatch(capacity: 16, recordSize: 64, descriptors: 1)
-        #expect(try UnixSocket.receive(pair.second, into: batch, upTo: 16) == .records(2))
+        defer { batch.deallocate() }
+        #expect(try UnixSocket.receive(pair.second, into: batch, upTo: 16) == .records(2, endOfStream: true))
         #expect(Self.text(batch, 0) == "a" && Self.text(batch, 1) == "b")
-        #expect(try UnixSocket.receive(pair.second, into: batch, upTo: 16) == .endOfStream)
         #expect(try UnixSocket.receive(pair.second, into: batch, upTo: 16) == .endOfStream)
     }
 
@@ -96,9 +99,9 @@ import Testing
         try Self.sendRecord(pair.first, "after", passing: w)
         _ = close(w)
         let batch = UnixSocket.ReceiveBatch(capacity: 16, recordSize: 64, descriptors: 1)
-        #expect(try UnixSocket.receive(pair.second, into: batch, upTo: 16) == .records(1))
+        defer { batch.deallocate() }
+        #expect(try UnixSocket.receive(pair.second, into: batch, upTo: 16) == .records(1, endOfStream: true))
         #expect(Self.text(batch, 0) == "a")
         #expect(Self.writersGone(r), "the descriptor read past the end was closed")
-        #expect(try UnixSocket.receive(pair.second, into: batch, upTo: 16) == .endOfStream)
     }
 }
