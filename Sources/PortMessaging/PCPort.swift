@@ -13,8 +13,10 @@
 // Failure rule: a connection whose peer sends a malformed record is closed
 // (its descriptors too) and reported to `onError`; the port keeps serving
 // every other connection. When accept fails for lack of descriptors
-// (EMFILE/ENFILE) the listening socket leaves the loops, so a
-// level-triggered listener cannot spin, and returns when a connection closes.
+// (EMFILE/ENFILE) every listening socket of the port (its listener and
+// the replaced ones still draining, below) leaves the loops, so a
+// level-triggered listener cannot spin, and all return when a connection
+// closes; a listener that replaces another meanwhile waits with them.
 //
 // Ownership: each connection is a SharedDescriptor held by its PortSource
 // (and by the one-shot reply right of a request that came in on it), so it
@@ -22,7 +24,9 @@
 // its listener source until `invalidate()`. A listening socket replaced by
 // a new name's (the port named again after its name was removed, or by a
 // new portd) is held by its source alone, which stays in its loops only
-// until the connections waiting on it are accepted, then closes it.
+// until the connections waiting on it are accepted, then closes it (also
+// when it was replaced while accepting was paused: it waits for the
+// resumption with the rest, then drains).
 //
 // Lifetime (NSRunLoop addPort:forMode: retains the port): while the port is
 // scheduled, each (loop, mode) it is in holds an anchor, a custom source that
@@ -364,22 +368,24 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
 
     /// Closes connection `id`; `notify`: tell the disconnect handler.
     private func dropConnection(_ source: PortSource, id: UInt64, notify: Bool = true) {
-        let (h, resume): (((UInt64) -> Void)?, (PortSource, [(PCRunLoop, PCRunLoop.Mode)])?) = lock.withLock {
+        let (h, resume): (((UInt64) -> Void)?, ([PortSource], [(PCRunLoop, PCRunLoop.Mode)])?) = lock.withLock {
             if connections[id] === source { connections[id] = nil }
-            var resume: (PortSource, [(PCRunLoop, PCRunLoop.Mode)])?
-            if acceptPaused, valid, let l = listener {
+            var resume: ([PortSource], [(PCRunLoop, PCRunLoop.Mode)])?
+            if acceptPaused, valid {
                 acceptPaused = false
-                resume = (l, scheduled.map { ($0.loop, $0.mode) })
+                resume = (listeningSources, scheduled.map { ($0.loop, $0.mode) })
             }
             return (disconnectHandler, resume)
         }
         source.invalidate()
-        if let (listener, targets) = resume {
+        if let (listeners, targets) = resume {
             for (loop, mode) in targets {
-                do {
-                    try loop.add(listener, forMode: mode)
-                } catch {
-                    logger.error("cannot resume accepting on \(self): \(error)")
+                for l in listeners {
+                    do {
+                        try loop.add(l, forMode: mode)
+                    } catch {
+                        logger.error("cannot resume accepting on \(self): \(error)")
+                    }
                 }
             }
         }
@@ -431,20 +437,26 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
             return l
         }) else { throw .invalidated }
         other.invalidate()
-        let outcome: (targets: [(PCRunLoop, PCRunLoop.Mode)], old: PortSource?)? = lock.withLock {
-            guard valid, listening == nil || replacing || listeningRetired else { return nil }
-            let old = listener
-            listening = socket
-            listeningRetired = false
-            acceptPaused = false
-            listener = makeListener(socket)
-            return (scheduled, old)
-        }
-        guard let (targets, old) = outcome else { throw .invalidated }
-        if let old { retire(old, scheduled: !targets.isEmpty) }
-        guard let l = lock.withLock({ listener }) else { return }
+        let outcome: (targets: [(PCRunLoop, PCRunLoop.Mode)], new: PortSource, paused: Bool, closing: PortSource?)? =
+            lock.withLock {
+                guard valid, listening == nil || replacing || listeningRetired else { return nil }
+                let old = listener
+                let new = makeListener(socket)
+                listening = socket
+                listeningRetired = false
+                listener = new
+                let targets = scheduled
+                let closing = old.flatMap { retireLocked($0, scheduled: !targets.isEmpty) ? nil : $0 }
+                return (targets, new, acceptPaused, closing)
+            }
+        guard let (targets, new, paused, closing) = outcome else { throw .invalidated }
+        closing?.invalidate()
+        // Accepting is paused (no descriptor was left): the new listener
+        // joins the loops with the others when a connection closes
+        // (`dropConnection`), not now, where it would only fail again.
+        if paused { return }
         for (loop, mode) in targets {
-            do { try loop.add(l, forMode: mode) } catch { throw .system(error) }
+            do { try loop.add(new, forMode: mode) } catch { throw .system(error) }
         }
     }
 
@@ -459,18 +471,20 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     /// A listening socket just replaced by another: connections made to it
     /// and not accepted yet (a right its name server handed out before the
     /// name moved) are still accepted and served, by the loops it is in,
-    /// and it closes once its backlog is empty; with nothing waiting, or
-    /// no loop to accept on, it closes now (the source holds the socket).
-    private func retire(_ old: PortSource, scheduled: Bool) {
-        let waiting = scheduled && !((try? old.withDescriptor { (fd) throws(SystemCallError) in
+    /// and it closes once its backlog is empty. While accepting is paused
+    /// it is in no loop: it returns to them with the others when a
+    /// connection closes (`dropConnection`), then drains. True when it is
+    /// kept; false when nothing waits on it or there is no loop to accept
+    /// on: the caller invalidates it, which closes it (the source holds
+    /// the socket). Lock held (the poll does not wait).
+    private func retireLocked(_ old: PortSource, scheduled: Bool) -> Bool {
+        guard scheduled, valid else { return false }
+        let ready = (try? old.withDescriptor { (fd) throws(SystemCallError) in
             try Poll.wait(fd, for: .readable, timeout: .zero)
-        }) ?? nil ?? []).isEmpty
-        let kept = waiting && lock.withLock { () -> Bool in
-            guard valid else { return false }
-            replacedListeners.append(old)
-            return true
-        }
-        if !kept { old.invalidate() }
+        }) ?? nil ?? []
+        guard !ready.isEmpty else { return false }
+        replacedListeners.append(old)
+        return true
     }
 
     /// The name of this port's listening socket was given up
@@ -518,7 +532,7 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
                 listener = makeListener(listening)
             }
             var all = Array(connections.values)
-            if let l = listener, !acceptPaused { all.append(l) }
+            if !acceptPaused { all += listeningSources }
             return .some(all)
         }
         guard let outcome = sources else { throw .invalidated }
@@ -535,9 +549,7 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
         let (sources, anchors): ([PortSource], [RunLoopSource]) = lock.withLock {
             let leaving = schedulings.filter { $0.loop === loop && $0.mode == mode }
             schedulings.removeAll { $0.loop == nil || ($0.loop === loop && $0.mode == mode) }
-            var all = Array(connections.values)
-            if let l = listener { all.append(l) }
-            return (all, leaving.compactMap(\.anchor))
+            return (Array(connections.values) + listeningSources, leaving.compactMap(\.anchor))
         }
         for s in sources { loop.remove(s, forMode: mode) }
         // Last: the anchor may hold the last reference to the port.
@@ -608,9 +620,10 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
             let accepted: OwnedDescriptor?
             do {
                 accepted = try UnixSocket.accept(listening.descriptor)
-            } catch where !replaced && (error.errno == .tooManyOpenFiles || error.errno == .tooManyOpenFilesInSystem) {
+            } catch where error.errno == .tooManyOpenFiles || error.errno == .tooManyOpenFilesInSystem {
+                // A replaced listener too: its backlog waits, it is not lost.
                 logger.error("accept on \(self): \(error); pausing until a connection closes")
-                pauseAccepting()
+                pauseAccepting(source)
                 return
             } catch {
                 logger.error("accept on \(self): \(error)")
@@ -649,15 +662,27 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
         source.invalidate()
     }
 
-    /// Takes the listening socket out of every loop until a connection closes.
-    private func pauseAccepting() {
-        let paused: (PortSource, [(PCRunLoop, PCRunLoop.Mode)])? = lock.withLock {
-            guard valid, !acceptPaused, let l = listener else { return nil }
+    /// Takes every listening socket (the listener and the replaced ones
+    /// still draining) out of every loop until a connection closes
+    /// (`dropConnection` puts them back). `failed`, the source whose
+    /// accept failed, leaves too when accepting is already paused (it was
+    /// put in a loop meanwhile by another thread), so it cannot spin.
+    private func pauseAccepting(_ failed: PortSource) {
+        let paused: ([PortSource], [(PCRunLoop, PCRunLoop.Mode)])? = lock.withLock {
+            guard valid else { return nil }
             acceptPaused = true
-            return (l, scheduled.map { ($0.loop, $0.mode) })
+            return (listeningSources + [failed], scheduled.map { ($0.loop, $0.mode) })
         }
-        guard let (listener, targets) = paused else { return }
-        for (loop, mode) in targets { loop.remove(listener, forMode: mode) }
+        guard let (sources, targets) = paused else { return }
+        for (loop, mode) in targets {
+            for s in sources { loop.remove(s, forMode: mode) }
+        }
+    }
+
+    /// The sources of every listening socket: the listener and the
+    /// replaced ones still draining; lock held.
+    private var listeningSources: [PortSource] {
+        (listener.map { [$0] } ?? []) + replacedListeners
     }
 
     /// Reads the records queued on one connection, at most its share of
