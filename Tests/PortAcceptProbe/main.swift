@@ -108,6 +108,7 @@ do {
 }
 let failures = Mutex<[String]>([])
 port.onError { error in failures.withLock { $0.append("\(error)") } }
+port.nameListeningSocket("svc")  // the name a new socket for "svc" replaces
 do { try port.schedule(in: loop, forMode: .default) } catch { fail("schedule: \(error)") }
 
 /// Runs the loop until `done` holds (10 s at most, then fails with `what`).
@@ -138,7 +139,7 @@ func send(_ msgid: UInt32, on right: SendRight) {
 func replaceListener() {
     let named: PCPort
     do { named = try PCPort(listeningDescriptor: listeningSocket("\(directory)/new.sock")) } catch { fail("new port: \(error)") }
-    do { try port.adoptListeningSocket(of: named, replacing: true) } catch { fail("adopt: \(error)") }
+    do { try port.adoptListeningSocket(of: named, name: "svc") } catch { fail("adopt: \(error)") }
 }
 
 // A first connection, accepted and kept: closing it later resumes accepting.
