@@ -117,8 +117,17 @@ let package = Package(
         ),
         .testTarget(
             name: "PortMessagingTests",
-            dependencies: ["PortMessaging", "PortSystem", "PortWire", "PortRunLoop", "PortTestSupport"],
+            dependencies: ["PortMessaging", "PortSystem", "PortWire", "PortRunLoop", "PortTestSupport", "port-accept-probe"],
             exclude: ["Fixtures"]  // Python peers the tests run, not sources
+        ),
+        // A program the port tests start: it uses up its descriptors
+        // (EMFILE) around a replacement of a port's listening socket,
+        // which the test process itself cannot do without starving the
+        // tests running beside it.
+        .executableTarget(
+            name: "port-accept-probe",
+            dependencies: ["PortMessaging", "PortRunLoop", "PortSystem"],
+            path: "Tests/PortAcceptProbe"
         ),
         .testTarget(name: "PortNameProtocolTests", dependencies: ["PortNameProtocol", "PortNameClient", "PortSystem"]),
         // PortCore too: the end-to-end tests use every layer, as a client does.

@@ -7,22 +7,29 @@
 // Kernel objects: every right to the port is a connected SOCK_SEQPACKET
 // socket; the port holds the receiving end of each (one PortSource per
 // connection) and, for a named port, the listening socket whose accepted
-// connections are new rights. An anonymous port (NSMachPort) has no name and
+// connections are new rights: one per name, since a port may carry several
+// (launchd's bootstrap_register refuses a name in use, never a port that
+// already has one; each name is a listening socket portd made). An anonymous port (NSMachPort) has no name and
 // no path: `makeSendRight()` mints a right with socketpair().
 //
 // Failure rule: a connection whose peer sends a malformed record is closed
 // (its descriptors too) and reported to `onError`; the port keeps serving
 // every other connection. When accept fails for lack of descriptors
-// (EMFILE/ENFILE) the listening socket leaves the loops, so a
-// level-triggered listener cannot spin, and returns when a connection closes.
+// (EMFILE/ENFILE) every listening socket of the port (one per name, and
+// the replaced ones still draining, below) leaves the loops, so a
+// level-triggered listener cannot spin, and all return when a connection
+// closes; a listener that replaces another meanwhile waits with them.
 //
 // Ownership: each connection is a SharedDescriptor held by its PortSource
 // (and by the one-shot reply right of a request that came in on it), so it
-// closes once both let go; the listening socket is held by the port and by
+// closes once both let go; each listening socket is held by the port and by
 // its listener source until `invalidate()`. A listening socket replaced by
-// a new name's (the port named again after its name was removed, or by a
-// new portd) is held by its source alone, which stays in its loops only
-// until the connections waiting on it are accepted, then closes it.
+// a new name's (the port named again after a name was removed, or the same
+// name registered again with a new portd) is held by its source alone,
+// which stays in its loops only
+// until the connections waiting on it are accepted, then closes it (also
+// when it was replaced while accepting was paused: it waits for the
+// resumption with the rest, then drains).
 //
 // Lifetime (NSRunLoop addPort:forMode: retains the port): while the port is
 // scheduled, each (loop, mode) it is in holds an anchor, a custom source that
@@ -80,7 +87,7 @@ private struct Scheduling {
 
 public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     // Safe to share: immutable fields are set in init; `connections`,
-    // `listening`, `listener`, `schedulings`, `valid`, `delegate`, `handler`,
+    // `listening` (and its entries), `replacedListeners`, `schedulings`, `valid`, `delegate`, `handler`,
     // `onError`, `acceptPaused` and `monitors` are accessed with `lock` held;
     // `transport` only on the loop thread inside a handler (one loop per port);
     // `viewing` is atomic.
@@ -106,10 +113,9 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     private weak var delegate: PCPortDelegate?
     private var errorHandler: ((PortError) -> Void)?
     private var connections: [UInt64: PortSource] = [:]  // by connection id
-    /// The listening socket of a named port; nil for an anonymous port and
-    /// once invalidated.
-    private var listening: SharedDescriptor?
-    private var listener: PortSource?
+    /// The listening sockets of a named port, one per name, the one it was
+    /// made with first; empty for an anonymous port and once invalidated.
+    private var listening: [Listening] = []
     private var schedulings: [Scheduling] = []
     /// The (loop, mode) pairs the port is in, live loops only; lock held.
     private var scheduled: [(loop: PCRunLoop, mode: PCRunLoop.Mode)] {
@@ -121,10 +127,6 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     private var admission: ((UInt64, Credentials?) -> PCPortMessage?)?
     private var nextConnectionID: UInt64 = 1
     private var acceptPaused = false
-    /// The listening socket's name was given up (`retireListeningSocket`):
-    /// the socket still serves what was connected to it, and the next
-    /// name adopted replaces it.
-    private var listeningRetired = false
     /// Listening sockets replaced by a new name's while connections made
     /// to them were still waiting to be accepted: each stays in its loops
     /// until its backlog is accepted (`acceptAll`), then closes.
@@ -178,7 +180,7 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
         self.handler = handler.map(HandlerBox.init)
         self.transport = MessageTransport(limits: limits)
         self.listeningDescription = "listening fd \(listeningDescriptor.description)"
-        self.listening = SharedDescriptor(listeningDescriptor)
+        self.listening = [Listening(name: nil, socket: SharedDescriptor(listeningDescriptor))]
     }
 
     /// A port on the listening socket `listeningDescriptor` (as above)
@@ -366,22 +368,24 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
 
     /// Closes connection `id`; `notify`: tell the disconnect handler.
     private func dropConnection(_ source: PortSource, id: UInt64, notify: Bool = true) {
-        let (h, resume): (((UInt64) -> Void)?, (PortSource, [(PCRunLoop, PCRunLoop.Mode)])?) = lock.withLock {
+        let (h, resume): (((UInt64) -> Void)?, ([PortSource], [(PCRunLoop, PCRunLoop.Mode)])?) = lock.withLock {
             if connections[id] === source { connections[id] = nil }
-            var resume: (PortSource, [(PCRunLoop, PCRunLoop.Mode)])?
-            if acceptPaused, valid, let l = listener {
+            var resume: ([PortSource], [(PCRunLoop, PCRunLoop.Mode)])?
+            if acceptPaused, valid {
                 acceptPaused = false
-                resume = (l, scheduled.map { ($0.loop, $0.mode) })
+                resume = (listeningSources, scheduled.map { ($0.loop, $0.mode) })
             }
             return (disconnectHandler, resume)
         }
         source.invalidate()
-        if let (listener, targets) = resume {
+        if let (listeners, targets) = resume {
             for (loop, mode) in targets {
-                do {
-                    try loop.add(listener, forMode: mode)
-                } catch {
-                    logger.error("cannot resume accepting on \(self): \(error)")
+                for l in listeners {
+                    do {
+                        try loop.add(l, forMode: mode)
+                    } catch {
+                        logger.error("cannot resume accepting on \(self): \(error)")
+                    }
                 }
             }
         }
@@ -419,36 +423,47 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     }
 
     /// Makes this port receive, from now on, the connections made to the
-    /// listening socket of `other` (a port the name server created), which
-    /// `other` gives up (it is invalidated without closing the socket). So
-    /// an existing port can be given a name (NSPortNameServer
-    /// registerPort:name:). With `replacing`, a listening socket the port
-    /// already has is closed and leaves its loops first (a name registered
-    /// again with a new portd); its accepted connections stay. So is a
-    /// listening socket whose name was given up (`retireListeningSocket`).
-    /// Fails with `.invalidated` when either port is invalid or, without
-    /// `replacing`, this one already has a listening socket still named.
-    package func adoptListeningSocket(of other: PCPort, replacing: Bool = false) throws(PortError) {
+    /// listening socket of `other` (a port the name server created for
+    /// `name`), which `other` gives up (it is invalidated without closing
+    /// the socket). So an existing port can be given a name (NSPortNameServer
+    /// registerPort:name:), and another (a port may carry several names,
+    /// each its own listening socket). A listening socket the port already
+    /// has for `name` is replaced (the name was given up and registered
+    /// again, or registered again with a new portd: portd makes one socket
+    /// per name, so the older one is stale); so is every listening socket
+    /// whose name was given up (`retireListeningSocket`), whatever its name
+    /// (see `retireLocked` for what becomes of one replaced). The accepted
+    /// connections stay. Fails with `.invalidated` when either port is
+    /// invalid.
+    package func adoptListeningSocket(of other: PCPort, name: String) throws(PortError) {
         guard other !== self, let socket = other.lock.withLock({ () -> SharedDescriptor? in
-            guard other.valid, let l = other.listening, other.connections.isEmpty else { return nil }
-            other.listening = nil
-            return l
+            guard other.valid, other.listening.count == 1, other.connections.isEmpty else { return nil }
+            // Held by us from here: the invalidation below lets go of other's share only.
+            return other.listening[0].socket
         }) else { throw .invalidated }
         other.invalidate()
-        let outcome: (targets: [(PCRunLoop, PCRunLoop.Mode)], old: PortSource?)? = lock.withLock {
-            guard valid, listening == nil || replacing || listeningRetired else { return nil }
-            let old = listener
-            listening = socket
-            listeningRetired = false
-            acceptPaused = false
-            listener = makeListener(socket)
-            return (scheduled, old)
-        }
-        guard let (targets, old) = outcome else { throw .invalidated }
-        if let old { retire(old, scheduled: !targets.isEmpty) }
-        guard let l = lock.withLock({ listener }) else { return }
+        let outcome: (targets: [(PCRunLoop, PCRunLoop.Mode)], new: PortSource, paused: Bool, closing: [PortSource])? =
+            lock.withLock {
+                guard valid else { return nil }
+                let new = makeListener(socket)
+                let targets = scheduled
+                var closing: [PortSource] = []
+                // Replaced: the name's own socket, and every one whose name was given up.
+                for old in listening where old.name == name || old.retired {
+                    if let source = old.source, !retireLocked(source, scheduled: !targets.isEmpty) { closing.append(source) }
+                }
+                listening.removeAll { $0.name == name || $0.retired }
+                listening.append(Listening(name: name, socket: socket, source: new))
+                return (targets, new, acceptPaused, closing)
+            }
+        guard let (targets, new, paused, closing) = outcome else { throw .invalidated }
+        for c in closing { c.invalidate() }
+        // Accepting is paused (no descriptor was left): the new listener
+        // joins the loops with the others when a connection closes
+        // (`dropConnection`), not now, where it would only fail again.
+        if paused { return }
         for (loop, mode) in targets {
-            do { try loop.add(l, forMode: mode) } catch { throw .system(error) }
+            do { try loop.add(new, forMode: mode) } catch { throw .system(error) }
         }
     }
 
@@ -463,32 +478,46 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     /// A listening socket just replaced by another: connections made to it
     /// and not accepted yet (a right its name server handed out before the
     /// name moved) are still accepted and served, by the loops it is in,
-    /// and it closes once its backlog is empty; with nothing waiting, or
-    /// no loop to accept on, it closes now (the source holds the socket).
-    private func retire(_ old: PortSource, scheduled: Bool) {
-        let waiting = scheduled && !((try? old.withDescriptor { (fd) throws(SystemCallError) in
+    /// and it closes once its backlog is empty. While accepting is paused
+    /// it is in no loop: it returns to them with the others when a
+    /// connection closes (`dropConnection`), then drains. True when it is
+    /// kept; false when nothing waits on it or there is no loop to accept
+    /// on: the caller invalidates it, which closes it (the source holds
+    /// the socket). Lock held (the poll does not wait).
+    private func retireLocked(_ old: PortSource, scheduled: Bool) -> Bool {
+        guard scheduled, valid else { return false }
+        let ready = (try? old.withDescriptor { (fd) throws(SystemCallError) in
             try Poll.wait(fd, for: .readable, timeout: .zero)
-        }) ?? nil ?? []).isEmpty
-        let kept = waiting && lock.withLock { () -> Bool in
-            guard valid else { return false }
-            replacedListeners.append(old)
-            return true
+        }) ?? nil ?? []
+        guard !ready.isEmpty else { return false }
+        replacedListeners.append(old)
+        return true
+    }
+
+    /// `name` was given up (removePortForName:): its listening socket
+    /// stays, so connections made to it before are still accepted and
+    /// served, until a name adopted later (`adoptListeningSocket`) replaces
+    /// it; the port's other names are untouched. Any thread.
+    package func retireListeningSocket(name: String) {
+        lock.withLock {
+            for l in listening where l.name == name { l.retired = true }
         }
-        if !kept { old.invalidate() }
     }
 
-    /// The name of this port's listening socket was given up
-    /// (removePortForName:): the socket stays, so connections made to it
-    /// before are still accepted and served, until a name adopted later
-    /// (`adoptListeningSocket`) replaces it. Any thread.
-    package func retireListeningSocket() {
-        lock.withLock { if listening != nil { listeningRetired = true } }
+    /// Records that the listening socket the port was made with
+    /// (`init(listeningDescriptor:)`) is `name`'s, for
+    /// `retireListeningSocket` and `adoptListeningSocket`. Any thread.
+    package func nameListeningSocket(_ name: String) {
+        lock.withLock {
+            for l in listening where l.name == nil { l.name = name }
+        }
     }
 
-    /// Lends the listening socket of a named port (nil for an anonymous or
-    /// invalidated port); it stays open until `body` returns.
+    /// Lends the listening socket of a named port, the one it was made
+    /// with or named with first (nil for an anonymous or invalidated
+    /// port); it stays open until `body` returns.
     package func withListeningDescriptor<R: ~Copyable, E: Error>(_ body: (borrowing OwnedDescriptor) throws(E) -> R) throws(E) -> R? {
-        guard let socket = lock.withLock({ valid ? listening : nil }) else { return nil }
+        guard let socket = lock.withLock({ valid ? listening.first?.socket : nil }) else { return nil }
         return try body(socket.descriptor)
     }
 
@@ -521,11 +550,9 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
             if schedulings.contains(where: { $0.loop === loop && $0.mode == mode }) { return .some(.none) }
             waiting = readAheadWaiting != nil
             schedulings.append(Scheduling(loop: loop, mode: mode, anchor: anchor))
-            if let listening, listener == nil {
-                listener = makeListener(listening)
-            }
+            for l in listening where l.source == nil { l.source = makeListener(l.socket) }
             var all = Array(connections.values)
-            if let l = listener, !acceptPaused { all.append(l) }
+            if !acceptPaused { all += listeningSources }
             return .some(all)
         }
         guard let outcome = sources else { throw .invalidated }
@@ -543,9 +570,7 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
         let (sources, anchors): ([PortSource], [RunLoopSource]) = lock.withLock {
             let leaving = schedulings.filter { $0.loop === loop && $0.mode == mode }
             schedulings.removeAll { $0.loop == nil || ($0.loop === loop && $0.mode == mode) }
-            var all = Array(connections.values)
-            if let l = listener { all.append(l) }
-            return (all, leaving.compactMap(\.anchor))
+            return (Array(connections.values) + listeningSources, leaving.compactMap(\.anchor))
         }
         for s in sources { loop.remove(s, forMode: mode) }
         // Last: the anchor may hold the last reference to the port.
@@ -573,30 +598,27 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     /// safe from any thread.
     public func invalidate() {
         var monitorsLeft: MonitorHub?
-        let (sources, handlers, listeningSocket, anchors):
-            ([PortSource], [() -> Void], SharedDescriptor?, [RunLoopSource]) = lock.withLock {
-            guard valid else { return ([], [], nil, []) }
+        let (sources, handlers, listeningSockets, anchors):
+            ([PortSource], [() -> Void], [SharedDescriptor], [RunLoopSource]) = lock.withLock {
+            guard valid else { return ([], [], [], []) }
             valid = false
-            var all = Array(connections.values)
-            if let l = listener { all.append(l) }
-            all += replacedListeners
+            let all = Array(connections.values) + listeningSources
             connections.removeAll()
-            listener = nil
             replacedListeners.removeAll()
-            let socket = listening
-            listening = nil
+            let sockets = listening.map(\.socket)
+            listening.removeAll()
             let anchors = schedulings.compactMap(\.anchor)
             schedulings.removeAll()
             let h = invalidationHandlers
             invalidationHandlers.removeAll()
             monitorsLeft = monitors
             monitors = nil
-            return (all, h, socket, anchors)
+            return (all, h, sockets, anchors)
         }
         monitorsLeft?.closeAll()
         for s in sources { s.invalidate() }
-        // The listening socket closes here, after its source left every loop.
-        withExtendedLifetime(listeningSocket) {}
+        // The listening sockets close here, after their sources left every loop.
+        withExtendedLifetime(listeningSockets) {}
         for h in handlers { h() }
         // Last: the loops let go of the port (maybe its last reference).
         withExtendedLifetime(self) {
@@ -610,15 +632,16 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     /// port's listener, or one replaced (`retire`), which is let go of
     /// once its backlog is empty or accepting from it fails.
     private func acceptAll(_ listening: SharedDescriptor, _ source: PortSource) {
-        let replaced = lock.withLock { listener !== source }
+        let replaced = lock.withLock { !self.listening.contains { $0.source === source } }
         // The backlog's rest is reported again in the next pass.
         for _ in 0..<Self.acceptsPerPass {
             let accepted: OwnedDescriptor?
             do {
                 accepted = try UnixSocket.accept(listening.descriptor)
-            } catch where !replaced && (error.errno == .tooManyOpenFiles || error.errno == .tooManyOpenFilesInSystem) {
+            } catch where error.errno == .tooManyOpenFiles || error.errno == .tooManyOpenFilesInSystem {
+                // A replaced listener too: its backlog waits, it is not lost.
                 logger.error("accept on \(self): \(error); pausing until a connection closes")
-                pauseAccepting()
+                pauseAccepting(source)
                 return
             } catch {
                 logger.error("accept on \(self): \(error)")
@@ -688,15 +711,27 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
         source.invalidate()
     }
 
-    /// Takes the listening socket out of every loop until a connection closes.
-    private func pauseAccepting() {
-        let paused: (PortSource, [(PCRunLoop, PCRunLoop.Mode)])? = lock.withLock {
-            guard valid, !acceptPaused, let l = listener else { return nil }
+    /// Takes every listening socket (the listener and the replaced ones
+    /// still draining) out of every loop until a connection closes
+    /// (`dropConnection` puts them back). `failed`, the source whose
+    /// accept failed, leaves too when accepting is already paused (it was
+    /// put in a loop meanwhile by another thread), so it cannot spin.
+    private func pauseAccepting(_ failed: PortSource) {
+        let paused: ([PortSource], [(PCRunLoop, PCRunLoop.Mode)])? = lock.withLock {
+            guard valid else { return nil }
             acceptPaused = true
-            return (l, scheduled.map { ($0.loop, $0.mode) })
+            return (listeningSources + [failed], scheduled.map { ($0.loop, $0.mode) })
         }
-        guard let (listener, targets) = paused else { return }
-        for (loop, mode) in targets { loop.remove(listener, forMode: mode) }
+        guard let (sources, targets) = paused else { return }
+        for (loop, mode) in targets {
+            for s in sources { loop.remove(s, forMode: mode) }
+        }
+    }
+
+    /// The sources of every listening socket: one per name and the
+    /// replaced ones still draining; lock held.
+    private var listeningSources: [PortSource] {
+        listening.compactMap(\.source) + replacedListeners
     }
 
     /// Reads the records queued on one connection, at most its share of
@@ -879,6 +914,28 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
         dropConnection(source, id: id)
         let h = lock.withLock { errorHandler }
         h?(error)
+    }
+}
+
+/// One listening socket of a named port (`PCPort.listening`): the one the
+/// port was made with, or one adopted for a name. Every field is read and
+/// written with the port's lock held.
+private final class Listening {
+    /// The name it is for; nil for the socket the port was made with until
+    /// the name server client says whose it is (`nameListeningSocket`).
+    var name: String?
+    let socket: SharedDescriptor
+    /// Its source: made at adoption, or for the one the port was made
+    /// with, when the port is first scheduled.
+    var source: PortSource?
+    /// Its name was given up (`retireListeningSocket`): it still serves
+    /// what was connected to it, and the next name adopted replaces it.
+    var retired = false
+
+    init(name: String?, socket: SharedDescriptor, source: PortSource? = nil) {
+        self.name = name
+        self.socket = socket
+        self.source = source
     }
 }
 

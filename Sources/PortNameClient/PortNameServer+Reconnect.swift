@@ -201,7 +201,7 @@ extension PortNameServer {
                 }
             }
             do {
-                try port.adoptListeningSocket(of: made, replacing: true)
+                try port.adoptListeningSocket(of: made, name: name)
             } catch {
                 made.invalidate()
                 return .failed(.transport(error))

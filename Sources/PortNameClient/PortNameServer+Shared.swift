@@ -7,10 +7,15 @@
 //
 // `register(_:name:)` gives an existing PCPort a name (registerPort:name:):
 // portd makes the named listening socket and the port adopts it, so the
-// port receives from both its old rights and the name. The port's
-// invalidation gives the name up only while the name is still that port's
-// (not once removed and registered again with another port). `port(forName:)` and
-// `removePort(forName:)` are portForName: and removePortForName:.
+// port receives from both its old rights and the name. A port may carry
+// several names, as with Apple's name servers (launchd's bootstrap_register
+// refuses a name in use, never a port registered under another name;
+// GNUstep's NSMessagePortNameServer keeps a list of names per port): each
+// is its own listening socket, and removing one leaves the others. The
+// port's invalidation gives each name up only while the name is still that
+// port's (not once removed and registered again with another port).
+// `port(forName:)` and `removePort(forName:)` are portForName: and
+// removePortForName:.
 
 import PortMessaging
 import PortNameProtocol
@@ -39,14 +44,16 @@ extension PortNameServer {
     /// true when the name is now the port's, false when someone owns it.
     /// The name lasts while this client's connection does (for `shared`,
     /// the process's life), until `removePort(forName:)`, or until the
-    /// port is invalidated. The port must not have a name already; one
-    /// whose name was removed may be registered again (under any name).
+    /// port is invalidated. A port may be registered under several names
+    /// (each lasts on its own terms: removing one leaves the others), and
+    /// again under a name that was removed. Throws `.transport(.invalidated)`
+    /// (the name given back) when the port was invalidated.
     @discardableResult
     public func register(_ port: PCPort, name: String) throws(NameServerError) -> Bool {
         switch try register(name) {
         case .registered(let named):
             do {
-                try port.adoptListeningSocket(of: named)
+                try port.adoptListeningSocket(of: named, name: name)
             } catch {
                 named.invalidate()
                 _ = try? release(name)

@@ -279,14 +279,16 @@ public final class PortNameServer: Sendable {
         if let problem = NameServerProtocol.nameProblem(name) { throw .invalidName("\"\(name)\": \(problem)") }
     }
 
-    /// A local port for a receive right that came in a reply (the PORT
-    /// component decodes as a SendRight; it is a listening socket here).
-    package static func receivePort(from right: SendRight, limits: PortLimits) throws(NameServerError) -> PCPort {
+    /// A local port for the receive right of `name` that came in a reply
+    /// (the PORT component decodes as a SendRight; it is a listening socket here).
+    package static func receivePort(from right: SendRight, name: String, limits: PortLimits) throws(NameServerError) -> PCPort {
         do throws(SystemCallError) {
             // The port gets its own duplicate; the right keeps (and closes) the one that came.
             let duplicate = try right.withDescriptor { (fd) throws(SystemCallError) in try Descriptor.duplicate(fd) }
             guard let duplicate else { throw SystemCallError(call: "fcntl(F_DUPFD_CLOEXEC)", errno: .badFileDescriptor) }
-            return try PCPort(listeningDescriptor: duplicate, limits: limits)
+            let port = try PCPort(listeningDescriptor: duplicate, limits: limits)
+            port.nameListeningSocket(name)
+            return port
         } catch {
             throw .transport(.system(error))
         }
@@ -392,7 +394,7 @@ public final class PortNameServer: Sendable {
             port.setHandler { [weak self, weak port] message in
                 switch try? NameServerNotification(message) {
                 case .acquired(_, _, let right):
-                    guard let onAcquire, let acquired = try? Self.receivePort(from: right, limits: limits) else { return nil }
+                    guard let onAcquire, let acquired = try? Self.receivePort(from: right, name: name, limits: limits) else { return nil }
                     if onLost == nil, let port {
                         _ = self?.state.withLockAnnotated { $0.acquisitions.removeValue(forKey: ObjectIdentifier(port)) }
                         port.invalidate()
@@ -440,7 +442,7 @@ public final class PortNameServer: Sendable {
             } else {
                 notifier?.invalidate()
             }
-            let port = try Self.receivePort(from: right, limits: limits)
+            let port = try Self.receivePort(from: right, name: name, limits: limits)
             keep(name, port, .registered(options.union(.doNotQueue)))
             return .registered(port)
         case .queued:
@@ -470,7 +472,7 @@ public final class PortNameServer: Sendable {
         case nil where !reply.isError:
             let kept = state.withLockAnnotated { $0.kept.removeValue(forKey: name) }
             // The port may be named again, under this name or another.
-            kept?.port?.retireListeningSocket()
+            kept?.port?.retireListeningSocket(name: name)
             return .released
         case .notOwner: return .notOwner
         default: throw reply.unexpected(for: "RELEASE")
@@ -485,7 +487,7 @@ public final class PortNameServer: Sendable {
         switch reply.errorWord {
         case nil where !reply.isError:
             guard let right = reply.ports.first else { throw .protocolError("a CHECKIN reply without a port") }
-            let port = try Self.receivePort(from: right, limits: limits)
+            let port = try Self.receivePort(from: right, name: name, limits: limits)
             keep(name, port, .checkedIn)
             return .checkedIn(port)
         case .notDeclared:

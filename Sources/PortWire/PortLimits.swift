@@ -13,6 +13,20 @@
 // default keeps 16 KiB of margin below the smallest figure so that a record
 // PortCore accepts can be sent by any peer at default buffer sizes; larger
 // payloads go as sealed memfds.
+//
+// Where the limit on one large component comes from: a receiver maps a
+// sealed memfd read-only, and what it reads of it is charged to it, not to
+// the sender, wherever the sender left a hole: a sender that only
+// ftruncate(2)s a memfd to 1 GiB and seals it pays nothing, and a receiver
+// that reads the component allocates that 1 GiB of shared memory. PortCore's
+// own senders never send a hole (`send` spills each data component of 4 KiB
+// or more of a message too large for one record into a memfd it fills, and
+// `SharedMemory(copying:)` fills one too), and portd takes no large data at
+// all on its control socket. The default, 256 MiB, bounds what one
+// component costs a receiver while leaving room for the largest payloads
+// the project documents and measures (portctl's 100 MiB file, the 64 MiB
+// benchmark); a service that expects small messages lowers it (and
+// `maxLargeDataBytes`, which bounds the sum over one message).
 
 /// Limits on one port message. The defaults suit the default socket buffer
 /// sizes; both ends of a connection should use the same values.
@@ -29,6 +43,9 @@ public struct PortLimits: Sendable, Hashable {
     /// measured limit.
     public static let defaultMaxRecordSize = 196_608
 
+    /// The default `maxLargeComponentBytes`: 256 MiB (see the top of this file).
+    public static let defaultMaxLargeComponentBytes: UInt64 = 256 << 20
+
     /// Bytes in one record: header, table and inline data.
     public var maxRecordSize: Int
     /// Components in one message (at most 65,535, what the header can say).
@@ -37,6 +54,11 @@ public struct PortLimits: Sendable, Hashable {
     public var maxDescriptors: Int
     /// Sum of the lengths of the large-data components of one message.
     public var maxLargeDataBytes: UInt64
+    /// The length of one large-data (shared-memory) component: a receiver
+    /// refuses a longer one before it maps anything (`PortError
+    /// .largeComponentTooLarge`, that connection closed), a sender before
+    /// it sends (`WireError.largeComponentTooLarge`).
+    public var maxLargeComponentBytes: UInt64
 
     /// Limits with the given values; each is clamped to what the format and
     /// the kernel allow.
@@ -44,15 +66,18 @@ public struct PortLimits: Sendable, Hashable {
         maxRecordSize: Int = PortLimits.defaultMaxRecordSize,
         maxComponents: Int = 1024,
         maxDescriptors: Int = PortLimits.kernelMaxDescriptors,
-        maxLargeDataBytes: UInt64 = 1 << 30
+        maxLargeDataBytes: UInt64 = 1 << 30,
+        maxLargeComponentBytes: UInt64 = PortLimits.defaultMaxLargeComponentBytes
     ) {
         self.maxRecordSize = max(maxRecordSize, WireFormat.headerSize)
         self.maxComponents = min(max(maxComponents, 0), WireFormat.maxComponentCount)
         self.maxDescriptors = min(max(maxDescriptors, 0), Self.kernelMaxDescriptors)
         self.maxLargeDataBytes = maxLargeDataBytes
+        self.maxLargeComponentBytes = maxLargeComponentBytes
     }
 
-    /// 192 KiB records, 1,024 components, 253 descriptors, 1 GiB of large data.
+    /// 192 KiB records, 1,024 components, 253 descriptors, 1 GiB of large
+    /// data, at most 256 MiB of it in one component.
     public static let `default` = PortLimits()
 
     /// The largest inline data a single-component message can carry: what

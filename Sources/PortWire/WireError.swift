@@ -33,6 +33,9 @@ public enum WireError: Error, Hashable, Sendable, CustomStringConvertible {
     case tooManyDescriptors(count: Int, limit: Int)
     /// Large-data components add up to more than `PortLimits.maxLargeDataBytes`.
     case largeDataTooLarge(total: UInt64, limit: UInt64)
+    /// Encoding: one large-data component is longer than
+    /// `PortLimits.maxLargeComponentBytes` (a receiver refuses it).
+    case largeComponentTooLarge(component: Int, length: UInt64, limit: UInt64)
     /// Encoding: the caller's byte or descriptor buffer is too small.
     case bufferTooSmall(needed: Int, capacity: Int)
     /// Encoding: a `WireWriter` finished with a different number of
@@ -54,6 +57,7 @@ public enum WireError: Error, Hashable, Sendable, CustomStringConvertible {
         case .tooManyComponents(let c, let l): "\(c) components exceed the limit of \(l)"
         case .tooManyDescriptors(let c, let l): "\(c) descriptors exceed the limit of \(l)"
         case .largeDataTooLarge(let t, let l): "large components of \(t) bytes exceed the limit of \(l)"
+        case .largeComponentTooLarge(let i, let n, let l): "component \(i): large component of \(n) bytes exceeds the limit of \(l)"
         case .bufferTooSmall(let n, let c): "buffer too small: \(n) needed, \(c) available"
         case .componentCountMismatch(let d, let w): "\(w) components written, \(d) declared"
         }

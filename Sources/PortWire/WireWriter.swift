@@ -107,6 +107,9 @@ public struct WireWriter {
         }
         let total = largeTotal + UInt64(length)
         if total > limits.maxLargeDataBytes { throw .largeDataTooLarge(total: total, limit: limits.maxLargeDataBytes) }
+        if UInt64(length) > limits.maxLargeComponentBytes {
+            throw .largeComponentTooLarge(component: written, length: UInt64(length), limit: limits.maxLargeComponentBytes)
+        }
         try entry(.largeData, length: UInt32(length))
         largeTotal = total
         descriptorCount += 1

@@ -110,6 +110,13 @@ struct ComponentValues: Equatable {
             }
             left -= bytes.count
             if left < 0 { throw Failure(.usage, Self.tooLarge(limits)) }
+            // One that does not fit in a record goes as sealed memory,
+            // which a receiver takes up to `maxLargeComponentBytes`.
+            if UInt64(bytes.count) > limits.maxLargeComponentBytes {
+                throw Failure(
+                    .usage,
+                    "a component is too large: \(bytes.count) bytes, more than the \(limits.maxLargeComponentBytes >> 20) MiB one component may hold")
+            }
             result.append(.data(bytes))
         }
         return result

@@ -216,6 +216,16 @@ import PortTestSupport
         try expectRefusedAndServingOn(peer: ["unsealed-memfd"], error: "large component refused")
     }
 
+    /// A sealed memfd of 1 GiB made by ftruncate alone (every byte a hole:
+    /// it costs its sender nothing, and reading it would allocate 1 GiB of
+    /// shared memory charged to the receiver) is refused from the length
+    /// its record announces, beyond `maxLargeComponentBytes` (256 MiB),
+    /// before anything is mapped; that connection is closed and the port
+    /// serves on. Before the limit it was delivered.
+    @Test func aLargeComponentBeyondTheLimitIsRefusedAndOnlyThatConnectionClosed() throws {
+        try expectRefusedAndServingOn(peer: ["sparse-memfd", "\(1 << 30)"], error: "more than the limit of 268435456")
+    }
+
     /// An O_PATH descriptor opens nothing: as a large-data component or as
     /// a check-in's reply port, every use of it (F_GET_SEALS, sendmsg)
     /// would fail with EBADF, which PortSystem traps on as its own bug. It
@@ -235,7 +245,12 @@ import PortTestSupport
         let got = Completion()
         let failed = Completion()
         let served = try ServedPort { m in
-            received.add(m.components.first?.string ?? "")
+            // Shared memory is not read: a hostile one may be all hole.
+            if case .sharedMemory(let memory)? = m.components.first {
+                received.add("shared memory of \(memory.count) bytes")
+            } else {
+                received.add(m.components.first?.string ?? "")
+            }
             got.signal()
             // A check-in answers on the worker's port, as CheckInServer does.
             if let worker = m.replyPort { _ = try? worker.send(PCPortMessage(msgid: 1, strings: ["welcome"])) }

@@ -109,6 +109,72 @@ import PortTestSupport
         port.invalidate()
     }
 
+    /// registerPort:name: twice with one port, as launchd's bootstrap_register
+    /// and GNUstep's NSMessagePortNameServer allow: the port carries both
+    /// names and receives through each; removing one leaves the other, and
+    /// the port's invalidation gives up the one it still has. Before, the
+    /// second registration threw "the port was invalidated" (the port was
+    /// valid) and gave the second name back.
+    @Test func aPortCarriesSeveralNamesAndRemovingOneLeavesTheOthers() throws {
+        let daemon = try DaemonProcess.started()
+        let owner = try daemon.client()
+        let user = try daemon.client()
+        let first = name("first")
+        let second = name("second")
+        let got = Recorder()
+        let arrived: [UInt32: Completion] = [1: Completion(), 2: Completion(), 3: Completion()]
+        let port = PCPort { m in
+            got.add("\(m.msgid)")
+            arrived[m.msgid]?.signal()
+            return nil
+        }
+        try BackgroundLoop.shared.loop.add(port, forMode: .default)
+        defer { port.invalidate() }
+        #expect(try owner.register(port, name: first))
+        #expect(try owner.register(port, name: second), "a port registered under another name was refused a second one")
+        for (msgid, svc) in [(UInt32(1), first), (2, second)] {
+            let right = try #require(try user.port(forName: svc))
+            #expect(try right.send(PCPortMessage(msgid: msgid), timeout: .seconds(5)) == .sent)
+            #expect(arrived[msgid]!.wait(timeout: .seconds(20)))
+        }
+        #expect(try owner.removePort(forName: first))
+        #expect(try user.port(forName: first) == nil)
+        let right = try #require(try user.port(forName: second), "removing one name removed the other")
+        #expect(try right.send(PCPortMessage(msgid: 3), timeout: .seconds(5)) == .sent)
+        #expect(arrived[3]!.wait(timeout: .seconds(20)))
+        #expect(got.all == ["1", "2", "3"])
+        port.invalidate()
+        #expect(try owner.owner(second) == nil, "the port's invalidation did not give up its name")
+    }
+
+    /// The same for a port the name server made (`register(_:)`): named
+    /// again with `register(_:name:)`, it keeps its first name, and giving
+    /// the first one up leaves the second.
+    @Test func aRegisteredPortTakesASecondName() throws {
+        let daemon = try DaemonProcess.started()
+        let owner = try daemon.client()
+        let user = try daemon.client()
+        let first = name("made")
+        let second = name("added")
+        guard case .registered(let port) = try owner.register(first) else {
+            Issue.record("not registered")
+            return
+        }
+        let arrived = Completion()
+        port.setHandler { _ in
+            arrived.signal()
+            return nil
+        }
+        try BackgroundLoop.shared.loop.add(port, forMode: .default)
+        defer { port.invalidate() }
+        #expect(try owner.register(port, name: second))
+        #expect(try owner.release(first) == .released)
+        #expect(try user.owner(second) != nil)
+        let right = try #require(try user.port(forName: second))
+        #expect(try right.send(PCPortMessage(msgid: 4), timeout: .seconds(5)) == .sent)
+        #expect(arrived.wait(timeout: .seconds(20)))
+    }
+
     /// removePortForName: ends the old port's hold on the name: a port
     /// that had the name, was removed from it and is invalidated (or
     /// freed) after the name went to another port of the same client

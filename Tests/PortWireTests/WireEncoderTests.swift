@@ -79,7 +79,11 @@ import PortTestSupport
         }
         #expect(throws: WireError.largeDataTooLarge(total: 1 << 30 + 1, limit: 1 << 30)) {
             try WireEncoder.encode(
-                msgid: 1, components: [.largeData(memfd: 3, length: 1 << 29), .largeData(memfd: 3, length: 1 << 29 + 1)])
+                msgid: 1, components: Array(repeating: .largeData(memfd: 3, length: 1 << 28), count: 4) + [.largeData(memfd: 3, length: 1)])
+        }
+        #expect(throws: WireError.largeComponentTooLarge(component: 1, length: 1 << 28 + 1, limit: 1 << 28)) {
+            try WireEncoder.encode(
+                msgid: 1, components: [.largeData(memfd: 3, length: 1 << 28), .largeData(memfd: 3, length: 1 << 28 + 1)])
         }
         #expect(throws: WireError.invalidComponentLength(component: 1, kind: .largeData, length: 0)) {
             try WireEncoder.encode(msgid: 1, components: [.data([]), .largeData(memfd: 3, length: 0)])

@@ -9,6 +9,8 @@ Descriptor 3 is a send right (a connected SOCK_SEQPACKET socket) to a port.
   port_peer.py checkin-and-die NAME   check in, then exit at once (the port dies with us)
   port_peer.py checkin-and-wait NAME  check in, print "ready", then wait forever (to be killed)
   port_peer.py unsealed-memfd    send a large-data component whose memfd is not sealed
+  port_peer.py sparse-memfd N    send a large-data component of N bytes: a sealed memfd
+                                 made that size by ftruncate alone (all hole, costing us nothing)
   port_peer.py opath-large       send a large-data component whose descriptor is O_PATH
   port_peer.py opath-checkin NAME  check in with an O_PATH descriptor as the reply port
 """
@@ -69,6 +71,16 @@ def main():
         os.write(fd, b"x" * 4096)
         header = MAGIC + struct.pack("<BBHI", VERSION, 0, 1, 7)
         table = struct.pack("<B3xI", 3, 4096)  # kind 3: large data in a sealed memfd (it is not)
+        socket.send_fds(right, [header + table], [fd])
+        return 0
+    if verb == "sparse-memfd":
+        import fcntl
+        size = int(sys.argv[2])
+        fd = os.memfd_create("sparse", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+        os.ftruncate(fd, size)
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_WRITE | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
+        header = MAGIC + struct.pack("<BBHI", VERSION, 0, 1, 7)
+        table = struct.pack("<B3xI", 3, size)
         socket.send_fds(right, [header + table], [fd])
         return 0
     if verb == "opath-large":

@@ -1,0 +1,39 @@
+// Accepting paused for lack of descriptors (EMFILE) and a listening socket
+// replaced (a name registered again, a new portd), together: the replaced
+// socket follows the one rule of replaced sockets (it stays until its
+// backlog is accepted, then closes) and the new one pauses and resumes with
+// the rest. The port runs in port-accept-probe, a process of its own under
+// RLIMIT_NOFILE 64, which uses up its descriptors (see its header).
+
+import Testing
+import PortTestSupport
+
+@Suite struct PortAcceptTests {
+    private func probe(_ scenario: String) throws -> (status: Int32, output: String) {
+        let directory = try TemporaryDirectory()
+        let child = try ChildProcess(
+            executable: "/usr/bin/prlimit",
+            arguments: ["--nofile=64:64", try Binaries.path("port-accept-probe"), directory.path, scenario],
+            environment: ChildProcess.cleanEnvironment([:]), input: nil)
+        let status = try child.waitForExit()
+        return (status, child.standardOutput + child.standardError)
+    }
+
+    /// Replaced while paused: before, the new listener took over at once
+    /// and the old one, out of the loops since the pause, never returned:
+    /// its backlog was never served and the socket stayed open until the
+    /// port was invalidated.
+    @Test func aListenerReplacedWhileAcceptingIsPausedDrainsAfterTheResumption() throws {
+        let (status, output) = try probe("replaced-while-paused")
+        #expect(status == 0, "\(output)")
+        #expect(output.contains("old backlog served\nnew listener accepted\nold socket closed\ndone"), "\(output)")
+    }
+
+    /// Paused while a replaced listener drains: before, its failed accept
+    /// dropped it, closing the connections still in its backlog.
+    @Test func aReplacedListenerOutOfDescriptorsPausesInsteadOfDroppingItsBacklog() throws {
+        let (status, output) = try probe("paused-while-draining")
+        #expect(status == 0, "\(output)")
+        #expect(output.contains("old backlog served\nnew listener accepted\nold socket closed\ndone"), "\(output)")
+    }
+}
