@@ -259,6 +259,11 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     /// New connections a named port accepts in one pass of its loop.
     public static let acceptsPerPass = 64
 
+    /// How long a port stops accepting when its process is out of
+    /// descriptors (EMFILE, ENFILE), unless one of its connections closes
+    /// first: then it tries again.
+    public static let acceptRetryDelay: Duration = .milliseconds(100)
+
     /// The most records of one connection handled in one pass of the
     /// loop (at least 1): the rest wait for the next pass, after every
     /// other ready connection had its turn (epoll is level-triggered).
@@ -368,28 +373,34 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
 
     /// Closes connection `id`; `notify`: tell the disconnect handler.
     private func dropConnection(_ source: PortSource, id: UInt64, notify: Bool = true) {
-        let (h, resume): (((UInt64) -> Void)?, ([PortSource], [(PCRunLoop, PCRunLoop.Mode)])?) = lock.withLock {
+        let h: ((UInt64) -> Void)? = lock.withLock {
             if connections[id] === source { connections[id] = nil }
-            var resume: ([PortSource], [(PCRunLoop, PCRunLoop.Mode)])?
-            if acceptPaused, valid {
-                acceptPaused = false
-                resume = (listeningSources, scheduled.map { ($0.loop, $0.mode) })
-            }
-            return (disconnectHandler, resume)
+            return disconnectHandler
         }
         source.invalidate()
-        if let (listeners, targets) = resume {
-            for (loop, mode) in targets {
-                for l in listeners {
-                    do {
-                        try loop.add(l, forMode: mode)
-                    } catch {
-                        logger.error("cannot resume accepting on \(self): \(error)")
-                    }
+        resumeAccepting()
+        if notify { h?(id) }
+    }
+
+    /// Puts the listening sockets back in the loops when accepting was
+    /// paused (`pauseAccepting`): when a connection closes, and at the
+    /// retry `acceptRetryDelay` after the pause.
+    private func resumeAccepting() {
+        let resume: ([PortSource], [(PCRunLoop, PCRunLoop.Mode)])? = lock.withLock {
+            guard acceptPaused, valid else { return nil }
+            acceptPaused = false
+            return (listeningSources, scheduled.map { ($0.loop, $0.mode) })
+        }
+        guard let (listeners, targets) = resume else { return }
+        for (loop, mode) in targets {
+            for l in listeners {
+                do {
+                    try loop.add(l, forMode: mode)
+                } catch {
+                    logger.error("cannot resume accepting on \(self): \(error)")
                 }
             }
         }
-        if notify { h?(id) }
     }
 
     /// Closes connection `id` as if its peer had hung up (the disconnect
@@ -713,9 +724,12 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
 
     /// Takes every listening socket (the listener and the replaced ones
     /// still draining) out of every loop until a connection closes
-    /// (`dropConnection` puts them back). `failed`, the source whose
-    /// accept failed, leaves too when accepting is already paused (it was
-    /// put in a loop meanwhile by another thread), so it cannot spin.
+    /// (`dropConnection` puts them back) or `acceptRetryDelay` has passed:
+    /// a port with no connection to close, or whose process freed
+    /// descriptors elsewhere, tries again then (and pauses again if
+    /// accepting still fails). `failed`, the source whose accept failed,
+    /// leaves too when accepting is already paused (it was put in a loop
+    /// meanwhile by another thread), so it cannot spin.
     private func pauseAccepting(_ failed: PortSource) {
         let paused: ([PortSource], [(PCRunLoop, PCRunLoop.Mode)])? = lock.withLock {
             guard valid else { return nil }
@@ -725,6 +739,13 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
         guard let (sources, targets) = paused else { return }
         for (loop, mode) in targets {
             for s in sources { loop.remove(s, forMode: mode) }
+        }
+        // One retry per loop, in the modes the port is in there.
+        var retried: [ObjectIdentifier] = []
+        for (loop, _) in targets where !retried.contains(ObjectIdentifier(loop)) {
+            retried.append(ObjectIdentifier(loop))
+            let modes = targets.filter { $0.0 === loop }.map { $0.1 }
+            loop.perform(after: Self.acceptRetryDelay, inModes: modes) { [weak self] in self?.resumeAccepting() }
         }
     }
 

@@ -14,6 +14,11 @@
 //                           fails (EMFILE): it pauses instead of dropping the
 //                           old socket with its backlog, which is accepted
 //                           and served once a connection closes.
+//   paused-without-connections
+//                           accepting pauses (EMFILE) on a port with no
+//                           connection, so none can close to resume it: the
+//                           retry after PCPort.acceptRetryDelay does, once
+//                           descriptors are free again.
 //
 // It prints one line per step and exits 0 when every step went as
 // expected, 1 at the first that did not (the line says which).
@@ -26,7 +31,7 @@ import Synchronization
 
 let arguments = CommandLine.arguments
 guard arguments.count == 3 else {
-    print("usage: port-accept-probe DIRECTORY replaced-while-paused|paused-while-draining")
+    print("usage: port-accept-probe DIRECTORY replaced-while-paused|paused-while-draining|paused-without-connections")
     exit(2)
 }
 let directory = arguments[1]
@@ -140,6 +145,31 @@ func replaceListener() {
     let named: PCPort
     do { named = try PCPort(listeningDescriptor: listeningSocket("\(directory)/new.sock")) } catch { fail("new port: \(error)") }
     do { try port.adoptListeningSocket(of: named, name: "svc") } catch { fail("adopt: \(error)") }
+}
+
+if scenario == "paused-without-connections" {
+    // A first run, with nothing to do, while descriptors are free: the main
+    // thread's loop takes the main dispatch queue's descriptor at its first
+    // run (libdispatch traps if it cannot make it).
+    _ = loop.runInMode(.default, timeout: .zero, returnAfterSourceHandled: true)
+    let waiting = connect("\(directory)/old.sock")
+    send(1, on: waiting)
+    let hoard = Hoard()
+    hoard.takeAll()
+    runOnePass("the failed accept")
+    guard port.connectionCount == 0 else { fail("accepted with no descriptor left") }
+    step("accepting paused")
+    hoard.release()
+    run(until: "the connection accepted and served (message 1) with none closed") {
+        received.withLock { $0.contains(1) }
+    }
+    step("accepted after the retry")
+    let errors = failures.withLock { $0 }
+    guard errors.isEmpty else { fail("port errors: \(errors)") }
+    withExtendedLifetime(waiting) {}
+    port.invalidate()
+    step("done")
+    exit(0)
 }
 
 // A first connection, accepted and kept: closing it later resumes accepting.

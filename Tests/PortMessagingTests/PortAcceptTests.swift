@@ -36,4 +36,12 @@ import PortTestSupport
         #expect(status == 0, "\(output)")
         #expect(output.contains("old backlog served\nnew listener accepted\nold socket closed\ndone"), "\(output)")
     }
+
+    /// Paused with no connection: before, nothing resumed accepting, since
+    /// only a connection that closes did, and the port never accepted again.
+    @Test func aPortWithNoConnectionResumesAcceptingAfterTheRetryDelay() throws {
+        let (status, output) = try probe("paused-without-connections")
+        #expect(status == 0, "\(output)")
+        #expect(output.contains("accepting paused\naccepted after the retry\ndone"), "\(output)")
+    }
 }
