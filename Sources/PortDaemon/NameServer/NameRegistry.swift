@@ -424,6 +424,22 @@ struct NameRegistry<Handles: NameRegistryHandles> {
         }
     }
 
+    /// The owned names that sort after `after` (every one when nil), in
+    /// byte order: O(log n) to find. `listed(_:)` says the rest of a name
+    /// the caller shows.
+    func namesInOrder(after: PortName?) -> ArraySlice<PortName> {
+        sortedNames[(after.map { insertionIndex(of: $0, orAfter: true) } ?? 0)...]
+    }
+
+    /// A LIST line's facts about `name`, nil when it has no owner.
+    func listed(_ name: PortName) -> Listed? {
+        entries[name].map { entry in
+            Listed(
+                name: name, owner: entry.owner.process, sinceMilliseconds: entry.owner.sinceMilliseconds,
+                queued: entry.queue.count)
+        }
+    }
+
     /// Where `name` is, or would go, in `sortedNames`; with `orAfter`, the
     /// index after it when it is there.
     private func insertionIndex(of name: PortName, orAfter: Bool = false) -> Int {

@@ -144,6 +144,11 @@ final class NameServer {
     /// Where each client's last LIST stopped, when it stopped because it
     /// had looked at its share of names (NameServer+Requests, `list`).
     var listCursors: [ClientID: ListCursor] = [:]
+    /// The names the LISTs of each uid looked at in this pass of the loop
+    /// (NameServer+Requests, `list`), and the source that clears them when
+    /// the next pass begins (signalled by the first LIST of a pass).
+    var listLookedAtThisPass: [UInt32: Int] = [:]
+    var passSource: RunLoopSource?
     /// The size of the registry (names and clients) when memory was last
     /// given back to the kernel, or its peak since (`clientGone`).
     var memoryMark = 0
@@ -216,6 +221,9 @@ final class NameServer {
         port.setAdmission { [unowned self] client, peer in self.admit(client, peer) }
         try port.schedule(in: loop, forMode: mode)
         startFanout()
+        let pass = RunLoopSource { [unowned self] _ in self.passBegins() }
+        loop.add(pass, forMode: mode)
+        passSource = pass
         configureActivation()
     }
 
@@ -240,6 +248,8 @@ final class NameServer {
         overflowing.removeAll()
         fanoutSource?.invalidate()
         fanoutSource = nil
+        passSource?.invalidate()
+        passSource = nil
         fanout = Fanout()
         for entry in registry.listing() {
             if let file = entry.owner.handle.socket { directory.remove(file) }
