@@ -5,7 +5,9 @@
 // stops portd (SIGSTOP, and waits until /proc says it is stopped), fills one connection with one-way LOOKUPs (each
 // counts in STATUS's lookups=), queues a STATUS on a second connection, and
 // lets portd go on (SIGCONT). The STATUS answer says how many of the flood
-// portd had handled before it: one share of a pass, not the whole flood.
+// portd had handled before it: one share of a pass, not the whole flood;
+// and the control port's share is one record (NameServer's
+// controlRecordsPerPass), not PCPort's default of 16.
 // BoundedListTests: a LIST looks at a bounded number of names, those the
 // policy hides from its client included, and the LISTs of one uid do
 // together in one pass of portd's loop, however many connections send
@@ -66,6 +68,8 @@ import PortTestSupport
         try #require(counts.count == 2, "\(child.standardOutput)")
         #expect(counts[0] < flood, "the STATUS waited for the whole flood (lookups=\(counts[0]))")
         #expect(counts[0] <= PCPort.defaultRecordsPerPass, "the STATUS waited for more than one share: \(counts[0])")
+        // The control port's share is one record, as for a request.
+        #expect(counts[0] <= NameServer.controlRecordsPerPass, "the STATUS waited for \(counts[0]) one-way records")
         // The second STATUS comes after the flood on no connection of its
         // own; whether it too overtakes part of it is not the point here.
         #expect(counts[1] <= flood, "\(counts)")
