@@ -270,18 +270,11 @@ extension NameServer {
     }
 
     /// Counts `names` looked at by a LIST of `uid` in this pass; the counts
-    /// are cleared when the next pass begins (`passSource`, signalled with
-    /// the first count of a pass).
+    /// are cleared when the next pass begins (`passBegins`).
     private func chargeList(_ names: Int, to uid: UInt32) {
         guard names > 0 else { return }
-        if listLookedAtThisPass.isEmpty { passSource?.signal() }
         listLookedAtThisPass[uid, default: 0] += names
-    }
-
-    /// A new pass of the loop: what the LISTs of the last one looked at no
-    /// longer counts.
-    func passBegins() {
-        listLookedAtThisPass.removeAll(keepingCapacity: true)
+        countedInThisPass()
     }
 
     /// The most names one LIST reply holds: well within what a client

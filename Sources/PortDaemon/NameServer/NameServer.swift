@@ -145,10 +145,15 @@ final class NameServer {
     /// had looked at its share of names (NameServer+Requests, `list`).
     var listCursors: [ClientID: ListCursor] = [:]
     /// The names the LISTs of each uid looked at in this pass of the loop
-    /// (NameServer+Requests, `list`), and the source that clears them when
-    /// the next pass begins (signalled by the first LIST of a pass).
+    /// (NameServer+Requests, `list`).
     var listLookedAtThisPass: [UInt32: Int] = [:]
+    /// The connections of each uid the control port read in this pass
+    /// (`pace`).
+    var turnsThisPass: [UInt32: Int] = [:]
+    /// The source that clears the counts of this pass when the next one
+    /// begins (`passBegins`), and whether it was signalled in this pass.
     var passSource: RunLoopSource?
+    var passCounted = false
     /// The size of the registry (names and clients) when memory was last
     /// given back to the kernel, or its peak since (`clientGone`).
     var memoryMark = 0
@@ -223,9 +228,50 @@ final class NameServer {
     /// average, up to 231 ms (scripts/fair-attack --attack oneway).
     static let controlRecordsPerPass = 1
 
+    /// The connections of one uid the control port reads in one pass of
+    /// the loop, together (`pace`): each has one request (or one record
+    /// without REPLY_EXPECTED) read in its turn, so this many requests of
+    /// the uid a pass, however many connections it keeps busy (up to
+    /// ClientsPerUID=, 256 by default). Without it, uid 65534 pipelining
+    /// requests on 200 connections had 200 served in every pass before
+    /// another client's turn came round.
+    static let connectionsPerUIDPerPass = 16
+
+    /// Whether the control port reads connection `client`, made by `peer`
+    /// (SO_PEERCRED), in this pass: the connections of one uid get
+    /// `connectionsPerUIDPerPass` turns a pass together, the first ready;
+    /// the others stay ready and are read in a later pass (epoll is
+    /// level-triggered), when the count starts again. Root and portd's own
+    /// uid are not held back (so neither is anyone in a per-user instance).
+    func pace(_ client: ClientID, _ peer: Credentials?) -> Bool {
+        guard let uid = peer?.uid, !settings.limits.privilegedUIDs.contains(uid) else { return true }
+        let turns = turnsThisPass[uid] ?? 0
+        if turns >= Self.connectionsPerUIDPerPass { return false }
+        turnsThisPass[uid] = turns + 1
+        countedInThisPass()
+        return true
+    }
+
+    /// Something was counted in this pass: the counts are cleared when the
+    /// next pass begins (step 4 of PCRunLoop's pass: a signalled source).
+    func countedInThisPass() {
+        guard !passCounted else { return }
+        passCounted = true
+        passSource?.signal()
+    }
+
+    /// A new pass of the loop: what was served in the last one no longer
+    /// counts (`pace`, `list`).
+    func passBegins() {
+        passCounted = false
+        if !turnsThisPass.isEmpty { turnsThisPass.removeAll(keepingCapacity: true) }
+        if !listLookedAtThisPass.isEmpty { listLookedAtThisPass.removeAll(keepingCapacity: true) }
+    }
+
     /// Starts serving: the control port joins the loop.
     func start() throws(PortError) {
         port.recordsPerPass = Self.controlRecordsPerPass
+        port.setPacing { [unowned self] client, peer in self.pace(client, peer) }
         port.setHandler { [unowned self] message in self.handle(message) }
         port.onDisconnect { [unowned self] client in self.clientGone(client) }
         port.setAdmission { [unowned self] client, peer in self.admit(client, peer) }

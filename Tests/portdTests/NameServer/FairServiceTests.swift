@@ -8,6 +8,8 @@
 // portd had handled before it: one share of a pass, not the whole flood;
 // and the control port's share is one record (NameServer's
 // controlRecordsPerPass), not PCPort's default of 16.
+// PacedUIDTests: the connections of one uid get a bounded number of turns
+// in one pass of portd's loop together (counted through STATUS, not timed).
 // BoundedListTests: a LIST looks at a bounded number of names, those the
 // policy hides from its client included, and the LISTs of one uid do
 // together in one pass of portd's loop, however many connections send
@@ -73,6 +75,83 @@ import PortTestSupport
         // The second STATUS comes after the flood on no connection of its
         // own; whether it too overtakes part of it is not the point here.
         #expect(counts[1] <= flood, "\(counts)")
+        #expect(try portd.stop() == 0)
+    }
+}
+
+/// The connections of one uid get a bounded number of turns in a pass of
+/// portd's loop, together, however many it keeps busy: each connection had
+/// its turn, so uid 65534 pipelining requests on 200 connections had 200
+/// of them served before another client's came round (scripts/fair-attack:
+/// a STATUS of uid 1000 waited 1.2 ms at the median, where one share of a
+/// pass is 16 requests). Counted, not timed: portd (a system instance) is
+/// stopped while 40 connections of uid 65534 each get a LOOKUP (each
+/// counts in STATUS's lookups=) and one of uid 1000 two STATUS. Once
+/// portd goes on, its first pass finds every connection ready and reads
+/// one request of each it serves (the first STATUS, in an order epoll
+/// chooses), its second the second STATUS: that answer says how many of
+/// the LOOKUPs were served in two passes, at most twice
+/// `connectionsPerUIDPerPass` (all 40 before).
+@Suite struct PacedUIDTests {
+    @Test func aStatusIsAnsweredBeforeTheRequestsOfAnotherUIDsManyConnections() throws {
+        try #require(getuid() == 0, "this test switches between uids: run as root")
+        let dir = try TemporaryDirectory()
+        try FileSystem.setPermissions(dir.path, 0o755)
+        let config = dir.appending("portd.conf")
+        try "".write(toFile: config, atomically: true, encoding: .utf8)
+        let portd = try DaemonProcess.started(
+            socket: dir.appending("portd.sock"), arguments: ["--system", "--config", config])
+        let connections = 40
+        #expect(connections > NameServer.connectionsPerUIDPerPass)
+        // As root with another uid as real and effective uid (the
+        // credentials portd reads: SO_PEERCRED at connect, SCM_CREDENTIALS
+        // at each send), root again (the saved uid) to stop and resume portd.
+        let script = """
+            import os, signal, struct, sys
+            sys.path.insert(0, sys.argv[1])
+            import portd_client as pc
+            path, pid, n = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+            def as_uid(uid, f):
+                os.setresuid(uid, uid, 0)
+                try:
+                    return f()
+                finally:
+                    os.setresuid(0, 0, 0)
+            def greeted():
+                c = pc.Client(path)
+                c.hello
+                return c
+            attackers = as_uid(65534, lambda: [greeted() for _ in range(n)])
+            victim = as_uid(1000, greeted)
+            os.kill(pid, signal.SIGSTOP)
+            while open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] != "T":
+                os.sched_yield()
+            try:
+                lookups = as_uid(65534, lambda: [c.submit_lookup("org.example.nobody") for c in attackers])
+                status = as_uid(1000, victim.submit_status)
+                second = as_uid(1000, victim.submit_status)
+            finally:
+                os.kill(pid, signal.SIGCONT)
+            print(status.result().lookups)
+            print(second.result().lookups)
+            for pending in lookups:
+                try:
+                    pending.result()
+                except pc.PortdError as e:
+                    assert e.error == "not-found", e
+            print(as_uid(1000, victim.status).lookups)
+            """
+        let child = try ChildProcess(
+            executable: "/usr/bin/python3",
+            arguments: ["-c", script, SourceTree.path("examples"), portd.socketPath, "\(portd.pid)", "\(connections)"],
+            environment: ChildProcess.cleanEnvironment())
+        #expect(try child.waitForExit() == 0, "\(child.standardError)")
+        let counts = child.standardOutput.split(separator: "\n").compactMap { Int($0) }
+        try #require(counts.count == 3, "\(child.standardOutput) \(child.standardError)")
+        let perPass = NameServer.connectionsPerUIDPerPass
+        #expect(counts[0] <= perPass, "the first STATUS came after \(counts[0]) LOOKUPs of uid 65534")
+        #expect(counts[1] <= 2 * perPass, "two passes served \(counts[1]) LOOKUPs of uid 65534's \(connections) connections")
+        #expect(counts[2] == connections, "every LOOKUP is served in the end: \(counts)")
         #expect(try portd.stop() == 0)
     }
 }
