@@ -615,10 +615,11 @@ final class NameServer {
     /// A refusal: counted (STATUS refusals=), logged (at most
     /// RefusalLog.burst lines a second), and answered with `word`.
     func refuse(
-        _ serial: UInt32, _ word: NameServerProtocol.ErrorWord, _ why: String, request: String, who: Logger.Metadata
+        _ serial: UInt32, _ word: NameServerProtocol.ErrorWord, _ why: String, request: String,
+        who: @autoclosure () -> Logger.Metadata
     ) -> PCPortMessage {
         counters.refusals += 1
-        refusalLog.log("refused \(request): \(why)", who)
+        refusalLog.log("refused \(request): \(why)", who())
         return reply(.error(serial: serial, word, why))
     }
 
