@@ -252,6 +252,33 @@ final class NameServer {
         return true
     }
 
+    /// Counts `turns` more against `uid`'s share of this pass (`pace`), for
+    /// work beyond what a request costs: a REGISTER (`registerTurns`), a
+    /// client gone with its names (`namesReleasedPerTurn`). A uid whose
+    /// share is used has no more connection read in this pass. Root and
+    /// portd's own uid are not counted.
+    func charge(_ turns: Int, to uid: UInt32?) {
+        guard turns > 0, let uid, !settings.limits.privilegedUIDs.contains(uid) else { return }
+        turnsThisPass[uid, default: 0] += turns
+        countedInThisPass()
+    }
+
+    /// What a REGISTER counts in `pace`: its listening socket and file
+    /// (socket, bind, listen, lstat) cost several requests' worth; as
+    /// uid 65534 registering and releasing names without pause on 200
+    /// connections, 24,600 requests a second, another client's STATUS
+    /// waited 7.8 ms on average.
+    static let registerTurns = 4
+
+    /// The names a client gone releases per turn counted in `pace`: each
+    /// costs an lstat and an unlink of its socket file and the registry's
+    /// work, 2 to 3.5 µs, so a client with the 256 names NamesPerClient=
+    /// allows by default costs up to a millisecond; with 16 turns a pass,
+    /// 16 such clients of one uid hanging up could take 14 ms of one pass
+    /// (uid 65534 closing 200 connections holding 51,200 names took portd
+    /// about 100 ms: scripts/fair-attack --attack exit).
+    static let namesReleasedPerTurn = 4
+
     /// Something was counted in this pass: the counts are cleared when the
     /// next pass begins (step 4 of PCRunLoop's pass: a signalled source).
     func countedInThisPass() {
@@ -474,6 +501,8 @@ final class NameServer {
         case .status:
             return status(context)
         case .register(let name, let options):
+            // Its turn was counted for whoever made the connection (`pace`).
+            charge(Self.registerTurns - 1, to: message.connectionCredentials?.uid)
             return register(name, options, context, notifyPort: message.passedReplyPort)
         case .release(let name):
             return release(name, context)

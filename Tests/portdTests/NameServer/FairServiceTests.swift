@@ -9,7 +9,8 @@
 // and the control port's share is one record (NameServer's
 // controlRecordsPerPass), not PCPort's default of 16.
 // PacedUIDTests: the connections of one uid get a bounded number of turns
-// in one pass of portd's loop together (counted through STATUS, not timed).
+// in one pass of portd's loop together, a REGISTER and a client gone with
+// many names counting more than one (counted through STATUS, not timed).
 // BoundedListTests: a LIST looks at a bounded number of names, those the
 // policy hides from its client included, and the LISTs of one uid do
 // together in one pass of portd's loop, however many connections send
@@ -152,6 +153,135 @@ import PortTestSupport
         #expect(counts[0] <= perPass, "the first STATUS came after \(counts[0]) LOOKUPs of uid 65534")
         #expect(counts[1] <= 2 * perPass, "two passes served \(counts[1]) LOOKUPs of uid 65534's \(connections) connections")
         #expect(counts[2] == connections, "every LOOKUP is served in the end: \(counts)")
+        #expect(try portd.stop() == 0)
+    }
+
+    /// A REGISTER counts `registerTurns` (its socket and file cost several
+    /// requests' worth): as above, with 40 connections of uid 65534 each
+    /// sending a REGISTER (DefaultRegister=allow), the second STATUS of
+    /// uid 1000 says how many names two passes registered: at most
+    /// 2 × 16 / 4 (32 before).
+    @Test func aRegisterCountsSeveralTurns() throws {
+        try #require(getuid() == 0, "this test switches between uids: run as root")
+        let dir = try TemporaryDirectory()
+        try FileSystem.setPermissions(dir.path, 0o755)
+        let config = dir.appending("portd.conf")
+        try "[Policy]\nDefaultRegister=allow\n".write(toFile: config, atomically: true, encoding: .utf8)
+        let portd = try DaemonProcess.started(
+            socket: dir.appending("portd.sock"), arguments: ["--system", "--config", config])
+        let connections = 40
+        let script = """
+            import os, signal, struct, sys
+            sys.path.insert(0, sys.argv[1])
+            import portd_client as pc
+            path, pid, n = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+            def as_uid(uid, f):
+                os.setresuid(uid, uid, 0)
+                try:
+                    return f()
+                finally:
+                    os.setresuid(0, 0, 0)
+            def greeted():
+                c = pc.Client(path)
+                c.hello
+                return c
+            attackers = as_uid(65534, lambda: [greeted() for _ in range(n)])
+            victim = as_uid(1000, greeted)
+            os.kill(pid, signal.SIGSTOP)
+            while open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] != "T":
+                os.sched_yield()
+            try:
+                pending = as_uid(65534, lambda: [c.submit_register("org.example.r%d" % i) for i, c in enumerate(attackers)])
+                as_uid(1000, victim.submit_status)
+                second = as_uid(1000, victim.submit_status)
+            finally:
+                os.kill(pid, signal.SIGCONT)
+            print(second.result().names)
+            print(sum(1 for p in pending if p.result().result == "registered"))
+            """
+        let child = try ChildProcess(
+            executable: "/usr/bin/python3",
+            arguments: ["-c", script, SourceTree.path("examples"), portd.socketPath, "\(portd.pid)", "\(connections)"],
+            environment: ChildProcess.cleanEnvironment())
+        #expect(try child.waitForExit() == 0, "\(child.standardError)")
+        let counts = child.standardOutput.split(separator: "\n").compactMap { Int($0) }
+        try #require(counts.count == 2, "\(child.standardOutput) \(child.standardError)")
+        let perPass = (NameServer.connectionsPerUIDPerPass + NameServer.registerTurns - 1) / NameServer.registerTurns
+        #expect(counts[0] <= 2 * perPass, "two passes registered \(counts[0]) names of uid 65534")
+        #expect(counts[1] == connections, "every REGISTER is served in the end: \(counts)")
+        #expect(try portd.stop() == 0)
+    }
+
+    /// A client that goes costs its uid's share of a pass by the names it
+    /// leaves (each socket file removed): 16 clients of one uid with 256
+    /// names each hanging up could take 14 ms of one pass. Counted, not timed:
+    /// portd is stopped while 20 connections of uid 65534, 64 names each,
+    /// close, and one of uid 1000 sends two STATUS; the second answer
+    /// (read in the second pass: see above) says how many names are left:
+    /// at least all but two clients' (none before: 16 and 4 clients went
+    /// in the two passes).
+    @Test func aClientGoneWithManyNamesUsesItsUIDsShareOfThePass() throws {
+        try #require(getuid() == 0, "this test switches between uids: run as root")
+        let dir = try TemporaryDirectory()
+        try FileSystem.setPermissions(dir.path, 0o755)
+        let config = dir.appending("portd.conf")
+        try "[Policy]\nDefaultRegister=allow\n".write(toFile: config, atomically: true, encoding: .utf8)
+        let portd = try DaemonProcess.started(
+            socket: dir.appending("portd.sock"), arguments: ["--system", "--config", config])
+        let (clients, names) = (20, 64)
+        #expect(names / NameServer.namesReleasedPerTurn >= NameServer.connectionsPerUIDPerPass)
+        let script = """
+            import os, signal, struct, sys
+            sys.path.insert(0, sys.argv[1])
+            import portd_client as pc
+            path, pid, n, k = sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+            def as_uid(uid, f):
+                os.setresuid(uid, uid, 0)
+                try:
+                    return f()
+                finally:
+                    os.setresuid(0, 0, 0)
+            def holder(i):
+                c = pc.Client(path)
+                for p in [c.submit_register("org.example.c%d.n%d" % (i, j)) for j in range(k)]:
+                    assert p.result().result == "registered"
+                return c
+            holders = as_uid(65534, lambda: [holder(i) for i in range(n)])
+            victim = as_uid(1000, lambda: pc.Client(path))
+            print(victim.status().names)
+            os.kill(pid, signal.SIGSTOP)
+            while open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] != "T":
+                os.sched_yield()
+            try:
+                for c in holders:
+                    c.sock.close()
+                status = as_uid(1000, victim.submit_status)
+                second = as_uid(1000, victim.submit_status)
+            finally:
+                os.kill(pid, signal.SIGCONT)
+            print(status.result().names)
+            print(second.result().names)
+            """
+        let child = try ChildProcess(
+            executable: "/usr/bin/python3",
+            arguments: [
+                "-c", script, SourceTree.path("examples"), portd.socketPath, "\(portd.pid)", "\(clients)", "\(names)",
+            ],
+            environment: ChildProcess.cleanEnvironment())
+        #expect(try child.waitForExit() == 0, "\(child.standardError)")
+        let counts = child.standardOutput.split(separator: "\n").compactMap { Int($0) }
+        try #require(counts.count == 3, "\(child.standardOutput) \(child.standardError)")
+        #expect(counts[0] == clients * names)
+        #expect(
+            counts[2] >= (clients - 2) * names,
+            "two passes released \(clients * names - counts[2]) names of uid 65534's clients gone: \(counts)")
+        // The rest go in the passes that follow.
+        let root = try NameClient(socket: portd.socketPath)
+        var left = counts[2]
+        for _ in 0..<100 where left > 0 {
+            left = Int(try root.request(MessageID.status).field("names") ?? "") ?? -1
+        }
+        #expect(left == 0)
         #expect(try portd.stop() == 0)
     }
 }
