@@ -35,7 +35,7 @@ extension NameServerSettings {
             return decision.allowed || (denyByDefault && decision.byDefault && privileged.contains(uid))
         }
         systemRegisterDefaultDenies = denyByDefault
-        mayLookUp = { name, uid, gids in c.lookUpDecision(name: name.description, uid: uid, gids: gids).allowed }
+        mayLookUp = { name, uid, gids in c.mayLookUp(name: name.value, uid: uid, gids: gids) }
         limits = NameRegistryLimits(
             namesPerClient: c.limits.namesPerClient, pendingLookupsPerClient: c.limits.pendingLookupsPerClient,
             watchesPerClient: c.limits.watchesPerClient, clientsPerUID: c.limits.clientsPerUID,

@@ -43,7 +43,10 @@
 // ones); epoll is level-triggered, so what is left is reported in the next
 // pass, after every other ready connection had its turn. A peer that sends
 // without waiting for replies cannot make the port's other peers wait for
-// more than one share per pass.
+// more than one share per pass. A server that also bounds what one user's
+// connections get in a pass, however many it opens, gives the port a
+// pacing closure (`setPacing`), asked before a pass reads a connection:
+// a connection it holds back stays ready and is reported in the next pass.
 //
 // Views: a port given a view handler (`PCPort(viewHandler:)`,
 // `setViewHandler`) lends each message to it as a PortMessageView read in
@@ -88,9 +91,9 @@ private struct Scheduling {
 public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     // Safe to share: immutable fields are set in init; `connections`,
     // `listening` (and its entries), `replacedListeners`, `schedulings`, `valid`, `delegate`, `handler`,
-    // `onError`, `acceptPaused` and `monitors` are accessed with `lock` held;
-    // `transport` only on the loop thread inside a handler (one loop per port);
-    // `viewing` is atomic.
+    // `onError`, `acceptPaused`, `monitors`, `pacing` and `readAheadWaiting`
+    // are accessed with `lock` held; `transport` only on the loop thread
+    // inside a handler (one loop per port); `viewing` and `paced` are atomic.
     public typealias Handler = (PCPortMessage) -> PCPortMessage?
     /// A view handler: gets each message lent as a view, valid during the
     /// call (see `PortMessageView`); returns the reply to a request.
@@ -125,6 +128,11 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     private var invalidationHandlers: [() -> Void] = []
     private var disconnectHandler: ((UInt64) -> Void)?
     private var admission: ((UInt64, Credentials?) -> PCPortMessage?)?
+    /// `setPacing`'s closure, boxed as `handler` is.
+    private var pacing: PacingBox?
+    /// Whether `pacing` is set, for `serve` to skip the lock without it;
+    /// written with `lock` held.
+    private let paced = Atomic<Bool>(false)
     private var nextConnectionID: UInt64 = 1
     private var acceptPaused = false
     /// Listening sockets replaced by a new name's while connections made
@@ -251,6 +259,22 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     /// event follows for a refused connection.
     public func setAdmission(_ h: ((_ connectionID: UInt64, _ peer: Credentials?) -> PCPortMessage?)?) {
         lock.withLock { admission = h }
+    }
+
+    /// Decides, before a pass reads a connection's share, whether it is
+    /// read in this pass: `h` gets the connection's id and who made it
+    /// (SO_PEERCRED) and returns false to leave its records (and a
+    /// hang-up) where they are; epoll is level-triggered, so the
+    /// connection is reported again in the next pass. For a server that
+    /// bounds what the connections of one user get in one pass, however
+    /// many it opens (portd). nil, the default: every ready connection is
+    /// read in its turn. Called on the loop thread.
+    package func setPacing(_ h: ((_ connectionID: UInt64, _ peer: Credentials?) -> Bool)?) {
+        let box = h.map(PacingBox.init)
+        lock.withLock {
+            pacing = box
+            paced.store(box != nil, ordering: .relaxed)
+        }
     }
 
     /// The default of `recordsPerPass`.
@@ -759,6 +783,12 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     /// a pass (`recordsPerPass`), and delivers each; what is left is
     /// reported again in the next pass (level-triggered epoll).
     private func serve(_ source: PortSource, _ connection: SharedDescriptor, _ id: UInt64, _ peer: Credentials?) {
+        if paced.load(ordering: .relaxed), let pace = lock.withLock({ pacing }), !pace.call(id, peer) {
+            // Records read ahead are not in the socket for epoll to report:
+            // the anchors bring the connection back in the next pass.
+            if transport.hasReadAhead(of: id) { noteReadAhead(source, id) }
+            return
+        }
         let share = fairShare.load(ordering: .relaxed)
         // Records read ahead for a connection that went (or a port
         // invalidated) in the pass are given up (MessageTransport,
@@ -964,6 +994,12 @@ private final class Listening {
 private final class HandlerBox {
     let call: PCPort.Handler
     init(_ call: @escaping PCPort.Handler) { self.call = call }
+}
+
+/// A port's pacing closure in a box of its own, for the same reason.
+private final class PacingBox {
+    let call: (UInt64, Credentials?) -> Bool
+    init(_ call: @escaping (UInt64, Credentials?) -> Bool) { self.call = call }
 }
 
 /// A port's view handler in a box of its own, for the same reason.

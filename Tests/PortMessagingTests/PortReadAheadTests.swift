@@ -183,4 +183,36 @@ import PortSystem
         #expect(gone.all.count == 1)
         #expect(port.connectionCount == 1, "the connection that stays was closed")
     }
+
+    /// A connection its server's pacing (`setPacing`, portd's share of a
+    /// pass per uid) holds back while records of it were read ahead comes
+    /// back in a later pass: epoll does not report what is no longer in
+    /// the socket.
+    @Test func aConnectionHeldBackByPacingWithRecordsReadAheadIsServedLater() throws {
+        let loop = PCRunLoop.current
+        let log = Log()
+        let refusals = Mutex(0)
+        let port = PCPort { m in
+            log.add("m\(m.msgid)")
+            if m.msgid == 1 { refusals.withLock { $0 = 1 } }
+            return nil
+        }
+        port.setPacing { _, _ in
+            refusals.withLock { left in
+                guard left > 0 else { return true }
+                left -= 1
+                return false
+            }
+        }
+        defer { port.invalidate() }
+        try port.schedule(in: loop, forMode: .default)
+        let right = try port.makeSendRight()
+        try queue(PCPortMessage(msgid: 0, strings: ["first, read alone"]), on: right)
+        try queue(PCPortMessage(msgid: 1, strings: ["a request"]), on: right, request: true)
+        for i in 2...5 { try queue(PCPortMessage(msgid: UInt32(i), strings: ["behind it"]), on: right) }
+
+        run(loop) { log.all.count >= 6 }
+        #expect(log.all == ["m0", "m1", "m2", "m3", "m4", "m5"])
+        #expect(refusals.withLock { $0 } == 0, "the pacing held the connection back once")
+    }
 }

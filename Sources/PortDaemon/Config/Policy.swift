@@ -91,10 +91,16 @@ struct Policy: Equatable, Sendable {
 
     func mayLookUp(name: String, uid: UInt32, gids: [UInt32]) -> Bool {
         // `decide`'s answer without its reason: LIST asks this for every
-        // name of a page, and the reason is text built for a log line.
+        // name it looks at, and the reason is text built for a log line.
+        // The rules are read in place (`last(where:)` copied each rule,
+        // retaining its pattern, principals and origin, per name).
         if let onlyUID, uid != onlyUID { return false }
-        if let rule = rules.last(where: { $0.operation == .lookUp && $0.matches(name: name, uid: uid, gids: gids) }) {
-            return rule.verdict == .allow
+        var i = rules.endIndex
+        while i > rules.startIndex {
+            i -= 1
+            if rules[i].operation == .lookUp && rules[i].matches(name: name, uid: uid, gids: gids) {
+                return rules[i].verdict == .allow
+            }
         }
         return defaultLookUp == .allow
     }

@@ -131,6 +131,15 @@ struct PortdConfiguration: Equatable, Sendable {
         return policy.decide(.register, name: name, uid: uid, gids: gids)
     }
 
+    /// `lookUpDecision(name:uid:gids:).allowed` without the reason (text
+    /// built for a log line): the name server asks it for every name a
+    /// LIST looks at and every event a watcher may be sent.
+    func mayLookUp(name: String, uid: UInt32, gids: [UInt32]) -> Bool {
+        if let only = policy.onlyUID, uid != only { return false }
+        if let port = declaredPort(named: name), let allowed = port.mayLookUp(uid: uid, gids: gids) { return allowed }
+        return policy.mayLookUp(name: name, uid: uid, gids: gids)
+    }
+
     /// LOOKUP: a declared port with LookUp= decides by that list alone;
     /// every other name is the policy's decision.
     func lookUpDecision(name: String, uid: UInt32, gids: [UInt32]) -> Policy.Decision {

@@ -265,6 +265,8 @@ struct NameRegistry<Handles: NameRegistryHandles> {
 
     /// What went with a client (its handles with it).
     struct ClientRemoval: Sendable {
+        /// The uid the client was admitted as (nil: there was no such client).
+        var uid: UInt32?
         var changes: [OwnerChange] = []
         var lookups: [PendingLookup] = []
         var watches: [WatchID] = []
@@ -421,6 +423,22 @@ struct NameRegistry<Handles: NameRegistryHandles> {
                     name: name, owner: entry.owner.process,
                     sinceMilliseconds: entry.owner.sinceMilliseconds, queued: entry.queue.count)
             }!
+        }
+    }
+
+    /// The owned names that sort after `after` (every one when nil), in
+    /// byte order: O(log n) to find. `listed(_:)` says the rest of a name
+    /// the caller shows.
+    func namesInOrder(after: PortName?) -> ArraySlice<PortName> {
+        sortedNames[(after.map { insertionIndex(of: $0, orAfter: true) } ?? 0)...]
+    }
+
+    /// A LIST line's facts about `name`, nil when it has no owner.
+    func listed(_ name: PortName) -> Listed? {
+        entries[name].map { entry in
+            Listed(
+                name: name, owner: entry.owner.process, sinceMilliseconds: entry.owner.sinceMilliseconds,
+                queued: entry.queue.count)
         }
     }
 
@@ -594,7 +612,7 @@ struct NameRegistry<Handles: NameRegistryHandles> {
     mutating func removeClient(_ client: ClientID, now: UInt64) -> ClientRemoval {
         guard let record = clients.removeValue(forKey: client) else { return ClientRemoval() }
         if let n = clientsByUID[record.uid] { clientsByUID[record.uid] = n > 1 ? n - 1 : nil }
-        var removal = ClientRemoval()
+        var removal = ClientRemoval(uid: record.uid)
         // The client's watches of every name leave their array in one pass
         // when they are many (each removal alone moves the array's tail).
         let inOnePass = record.watches.count > 64

@@ -184,6 +184,8 @@ extension NameServer {
         logger.debug(
             "client gone", metadata: ["client": "\(client)", "released": "\(removal.changes.count)"])
         for change in removal.changes { apply(change, requesterSocket: nil) }
+        // Each name released removed its socket file (lstat and unlink).
+        charge(removal.changes.count / Self.namesReleasedPerTurn, to: removal.uid)
         rearmDeadlineTimer()
         returnMemoryIfShrunk()
     }

@@ -219,7 +219,7 @@ extension NameServer {
                     overflowing[id]!.missed += 1
                     continue
                 }
-                if RequestAccess.see(telling.name).decide(by: watch.handle.caller, under: settings) != .allow { continue }
+                if !RequestAccess.maySee(telling.name, by: watch.handle.caller, under: settings) { continue }
                 sent += 1
                 notify(watch, of: telling)
             } else if let answer = fanout.nextAnswer() {

@@ -144,6 +144,16 @@ final class NameServer {
     /// Where each client's last LIST stopped, when it stopped because it
     /// had looked at its share of names (NameServer+Requests, `list`).
     var listCursors: [ClientID: ListCursor] = [:]
+    /// The names the LISTs of each uid looked at in this pass of the loop
+    /// (NameServer+Requests, `list`).
+    var listLookedAtThisPass: [UInt32: Int] = [:]
+    /// The connections of each uid the control port read in this pass
+    /// (`pace`).
+    var turnsThisPass: [UInt32: Int] = [:]
+    /// The source that clears the counts of this pass when the next one
+    /// begins (`passBegins`), and whether it was signalled in this pass.
+    var passSource: RunLoopSource?
+    var passCounted = false
     /// The size of the registry (names and clients) when memory was last
     /// given back to the kernel, or its peak since (`clientGone`).
     var memoryMark = 0
@@ -209,13 +219,94 @@ final class NameServer {
         applyToStore(changes)
     }
 
+    /// Records of one connection the control port handles in one pass of
+    /// the loop. A request ends its connection's share anyway (its sender
+    /// waits for the reply); with one, a record sent without REPLY_EXPECTED
+    /// costs a pass what a request does. With PCPort's default of 16, 200
+    /// connections of one uid kept full of one-way LOOKUPs made each pass
+    /// serve 3,200 records, and another client's STATUS waited 19 ms on
+    /// average, up to 231 ms (scripts/fair-attack --attack oneway).
+    static let controlRecordsPerPass = 1
+
+    /// The connections of one uid the control port reads in one pass of
+    /// the loop, together (`pace`): each has one request (or one record
+    /// without REPLY_EXPECTED) read in its turn, so this many requests of
+    /// the uid a pass, however many connections it keeps busy (up to
+    /// ClientsPerUID=, 256 by default). Without it, uid 65534 pipelining
+    /// requests on 200 connections had 200 served in every pass before
+    /// another client's turn came round.
+    static let connectionsPerUIDPerPass = 16
+
+    /// Whether the control port reads connection `client`, made by `peer`
+    /// (SO_PEERCRED), in this pass: the connections of one uid get
+    /// `connectionsPerUIDPerPass` turns a pass together, the first ready;
+    /// the others stay ready and are read in a later pass (epoll is
+    /// level-triggered), when the count starts again. Root and portd's own
+    /// uid are not held back (so neither is anyone in a per-user instance).
+    func pace(_ client: ClientID, _ peer: Credentials?) -> Bool {
+        guard let uid = peer?.uid, !settings.limits.privilegedUIDs.contains(uid) else { return true }
+        let turns = turnsThisPass[uid] ?? 0
+        if turns >= Self.connectionsPerUIDPerPass { return false }
+        turnsThisPass[uid] = turns + 1
+        countedInThisPass()
+        return true
+    }
+
+    /// Counts `turns` more against `uid`'s share of this pass (`pace`), for
+    /// work beyond what a request costs: a REGISTER (`registerTurns`), a
+    /// client gone with its names (`namesReleasedPerTurn`). A uid whose
+    /// share is used has no more connection read in this pass. Root and
+    /// portd's own uid are not counted.
+    func charge(_ turns: Int, to uid: UInt32?) {
+        guard turns > 0, let uid, !settings.limits.privilegedUIDs.contains(uid) else { return }
+        turnsThisPass[uid, default: 0] += turns
+        countedInThisPass()
+    }
+
+    /// What a REGISTER counts in `pace`: its listening socket and file
+    /// (socket, bind, listen, lstat) cost several requests' worth; as
+    /// uid 65534 registering and releasing names without pause on 200
+    /// connections, 24,600 requests a second, another client's STATUS
+    /// waited 7.8 ms on average.
+    static let registerTurns = 4
+
+    /// The names a client gone releases per turn counted in `pace`: each
+    /// costs an lstat and an unlink of its socket file and the registry's
+    /// work, 2 to 3.5 µs, so a client with the 256 names NamesPerClient=
+    /// allows by default costs up to a millisecond; with 16 turns a pass,
+    /// 16 such clients of one uid hanging up could take 14 ms of one pass
+    /// (uid 65534 closing 200 connections holding 51,200 names took portd
+    /// about 100 ms: scripts/fair-attack --attack exit).
+    static let namesReleasedPerTurn = 4
+
+    /// Something was counted in this pass: the counts are cleared when the
+    /// next pass begins (step 4 of PCRunLoop's pass: a signalled source).
+    func countedInThisPass() {
+        guard !passCounted else { return }
+        passCounted = true
+        passSource?.signal()
+    }
+
+    /// A new pass of the loop: what was served in the last one no longer
+    /// counts (`pace`, `list`).
+    func passBegins() {
+        passCounted = false
+        if !turnsThisPass.isEmpty { turnsThisPass.removeAll(keepingCapacity: true) }
+        if !listLookedAtThisPass.isEmpty { listLookedAtThisPass.removeAll(keepingCapacity: true) }
+    }
+
     /// Starts serving: the control port joins the loop.
     func start() throws(PortError) {
+        port.recordsPerPass = Self.controlRecordsPerPass
+        port.setPacing { [unowned self] client, peer in self.pace(client, peer) }
         port.setHandler { [unowned self] message in self.handle(message) }
         port.onDisconnect { [unowned self] client in self.clientGone(client) }
         port.setAdmission { [unowned self] client, peer in self.admit(client, peer) }
         try port.schedule(in: loop, forMode: mode)
         startFanout()
+        let pass = RunLoopSource { [unowned self] _ in self.passBegins() }
+        loop.add(pass, forMode: mode)
+        passSource = pass
         configureActivation()
     }
 
@@ -240,6 +331,8 @@ final class NameServer {
         overflowing.removeAll()
         fanoutSource?.invalidate()
         fanoutSource = nil
+        passSource?.invalidate()
+        passSource = nil
         fanout = Fanout()
         for entry in registry.listing() {
             if let file = entry.owner.handle.socket { directory.remove(file) }
@@ -408,6 +501,8 @@ final class NameServer {
         case .status:
             return status(context)
         case .register(let name, let options):
+            // Its turn was counted for whoever made the connection (`pace`).
+            charge(Self.registerTurns - 1, to: message.connectionCredentials?.uid)
             return register(name, options, context, notifyPort: message.passedReplyPort)
         case .release(let name):
             return release(name, context)
@@ -549,10 +644,11 @@ final class NameServer {
     /// A refusal: counted (STATUS refusals=), logged (at most
     /// RefusalLog.burst lines a second), and answered with `word`.
     func refuse(
-        _ serial: UInt32, _ word: NameServerProtocol.ErrorWord, _ why: String, request: String, who: Logger.Metadata
+        _ serial: UInt32, _ word: NameServerProtocol.ErrorWord, _ why: String, request: String,
+        who: @autoclosure () -> Logger.Metadata
     ) -> PCPortMessage {
         counters.refusals += 1
-        refusalLog.log("refused \(request): \(why)", who)
+        refusalLog.log("refused \(request): \(why)", who())
         return reply(.error(serial: serial, word, why))
     }
 

@@ -54,10 +54,11 @@ package final class NameServerHarness {
     /// returns the reply it would send.
     /// What the request makes portd send to watchers and waiting lookups,
     /// which the server's loop would send in the passes after it, is sent
-    /// before this returns.
+    /// before this returns; each message is served in a pass of its own.
     package func handle(_ message: PCPortMessage) -> PCPortMessage? {
         let reply = server.handle(message)
         server.flushFanout()
+        server.passBegins()
         return reply
     }
 

@@ -38,7 +38,12 @@ struct RefusalLog {
     }
 
     /// Logs `line` at `level` unless `burst` lines were logged this second.
-    mutating func log(_ line: @autoclosure () -> String, _ metadata: Logger.Metadata, level: Logger.Level = .notice) {
+    /// The line and its metadata are made only when it is logged (a
+    /// refused request built both, a dictionary of formatted strings, for
+    /// each refusal of a flood, most of them not logged).
+    mutating func log(
+        _ line: @autoclosure () -> String, _ metadata: @autoclosure () -> Logger.Metadata, level: Logger.Level = .notice
+    ) {
         guard level >= logger.logLevel else { return }
         let now = clock.now()
         if now - window.start >= .seconds(1) {
@@ -49,7 +54,7 @@ struct RefusalLog {
         }
         if window.logged < burst {
             window.logged += 1
-            logger.log(level: level, "\(line())", metadata: metadata)
+            logger.log(level: level, "\(line())", metadata: metadata())
         } else {
             window.suppressed += 1
         }

@@ -47,6 +47,13 @@ enum RequestAccess: Equatable, Sendable {
         case deny(String)
     }
 
+    /// Whether `caller` may see `name` (in a LIST reply, in a watcher's
+    /// event): `see(name)`'s decision without the reason, text that LIST
+    /// built for every name it left out.
+    static func maySee(_ name: PortName, by caller: Caller, under settings: NameServerSettings) -> Bool {
+        settings.mayLookUp(name, caller.uid, caller.groups)
+    }
+
     /// The decision on this request by `caller` under `settings`.
     func decide(by caller: Caller, under settings: NameServerSettings) -> Decision {
         let uid = caller.uid
@@ -73,7 +80,7 @@ enum RequestAccess: Equatable, Sendable {
         case .watch(let name?):
             return settings.mayLookUp(name, uid, caller.groups) ? .allow : .deny("uid \(uid) may not watch \(name)")
         case .see(let name):
-            return settings.mayLookUp(name, uid, caller.groups) ? .allow : .deny("uid \(uid) may not see \(name)")
+            return Self.maySee(name, by: caller, under: settings) ? .allow : .deny("uid \(uid) may not see \(name)")
         case .checkIn(let name, let uids, let gids):
             return uids.contains(uid) || caller.groups.contains(where: gids.contains)
                 ? .allow : .deny("uid \(uid) may not check in for \(name)")

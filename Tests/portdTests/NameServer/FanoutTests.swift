@@ -10,9 +10,12 @@
 //
 // And a uid whose changes left more than 65,536 messages to send has its
 // REGISTER refused with `limit` (root's is not): portd is stopped
-// (SIGSTOP, until /proc says so) while 11 one-way changes (6,001 watchers
-// each) and a REGISTER of that uid are queued on one connection, so they
-// are handled in one pass, before any of the fan-out goes.
+// (SIGSTOP, until /proc says so) while 13 one-way changes (6,001 watchers
+// each, 78,013 messages) and a REGISTER of that uid are queued on one
+// connection. The control port handles one record of a connection a pass
+// (NameServer.controlRecordsPerPass), and the fan-out sends 64 messages
+// between two passes, so at most 832 of them are out when the REGISTER
+// is handled: more than 65,536 are left.
 //
 // No sleep: the fan-out is started by records the test has written (or a
 // child has said it wrote) before the STATUS is sent, and its progress is
@@ -300,7 +303,7 @@ import PortTestSupport
                 os.sched_yield()
             try:
                 os.setresuid(65534, 65534, 0)
-                for i in range(11):
+                for i in range(13):
                     msgid = pc.REGISTER if i % 2 == 0 else pc.RELEASE
                     pc.send_record(c.sock, pc.encode_fields(msgid, [("serial", 1000 + i), ("name", "org.example.flap")]))
                 refused = c.submit_register("org.example.refused")
