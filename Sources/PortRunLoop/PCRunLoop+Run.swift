@@ -117,6 +117,8 @@ extension PCRunLoop {
     /// The main loop's first run: the main dispatch queue's wake-up eventfd
     /// (a duplicate) becomes a port source in `.common` whose handler resets
     /// it and drains the queue, CF's `_dispatch_main_queue_callback_4CF`.
+    /// A process out of descriptors (EMFILE, ENFILE) runs without it, and
+    /// the next run tries again: the main queue's blocks wait until then.
     private func attachMainDispatchQueue() {
         do throws(SystemCallError) {
             let source = PortSource(descriptor: try MainDispatchQueue.wakeUpDescriptor()) { s in
@@ -127,6 +129,8 @@ extension PCRunLoop {
             }
             mainQueueSource = source
             try add(source, forMode: .common)
+        } catch where error.errno == .tooManyOpenFiles || error.errno == .tooManyOpenFilesInSystem {
+            return
         } catch {
             preconditionFailure("PCRunLoop.main: cannot watch the main dispatch queue: \(error)")
         }

@@ -16,7 +16,17 @@ package enum MainDispatchQueue {
     /// A duplicate of the main queue's wake-up eventfd, readable when work
     /// was queued on the main queue. The corresponding C functions are
     /// `_dispatch_get_main_queue_handle_4CF` and `fcntl(F_DUPFD_CLOEXEC)`.
+    /// Out of descriptors, this throws (EMFILE, ENFILE) before libdispatch
+    /// is asked: it makes its eventfd at the first ask and traps when it
+    /// cannot, so two descriptors (its eventfd and the duplicate) are made
+    /// and closed first.
     package static func wakeUpDescriptor() throws(SystemCallError) -> OwnedDescriptor {
+        do {
+            let probe = try EventFD.create()
+            let second = try Descriptor.duplicate(probe)
+            second.close()
+            probe.close()
+        }
         let handle = _dispatch_get_main_queue_handle_4CF()
         precondition(handle >= 0, "libdispatch gave no main-queue descriptor")
         return try OwnedDescriptor.lending(handle, to: { (fd: borrowing OwnedDescriptor) throws(SystemCallError) -> OwnedDescriptor in

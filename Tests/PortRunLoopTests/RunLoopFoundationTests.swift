@@ -349,4 +349,20 @@ private final class Slot<T>: @unchecked Sendable {
         #expect(status == 0, "\(child.standardOutput)")
         #expect(Set(child.standardOutput.split(separator: "\n")) == ["main queue", "main actor"])
     }
+
+    /// The main loop's first run in a process out of descriptors: it used
+    /// to trap (libdispatch cannot make its eventfd, or the duplicate
+    /// failed); now that run goes on without the main queue and the next
+    /// attaches it.
+    @Test func theMainLoopsFirstRunOutOfDescriptorsRunsAndALaterOneDrainsTheQueue() throws {
+        let child = try ChildProcess(
+            executable: "/usr/bin/prlimit",
+            arguments: ["--nofile=64:64", try Binaries.path("runloop-main-probe"), "out-of-descriptors"],
+            environment: ChildProcess.cleanEnvironment([:]), input: nil)
+        let status = try child.waitForExit()
+        #expect(status == 0, "\(child.standardOutput)\(child.standardError)")
+        #expect(
+            Set(child.standardOutput.split(separator: "\n"))
+                == ["first run out of descriptors", "main queue", "main actor"])
+    }
 }

@@ -2,6 +2,10 @@
 // Testing runs tests off it) and reports, one line each, that a block queued
 // on DispatchQueue.main and a @MainActor task ran while the main thread was
 // inside PCRunLoop.main.run(until:). Exit 0 when both ran, 1 on time-out.
+// With the argument `out-of-descriptors`, the main loop's first run comes
+// while the process has no descriptor left (libdispatch traps when it
+// cannot make the main queue's eventfd): it must run, and a later run,
+// with descriptors free again, must drain the main queue.
 // RunLoopFoundationTests starts it.
 
 import Dispatch
@@ -10,6 +14,21 @@ import PortRunLoop
 import PortSystem
 
 var done = 0
+
+if CommandLine.arguments.dropFirst().first == "out-of-descriptors" {
+    // The loop itself is made first: making one needs descriptors (and
+    // traps without, as CFRunLoop's creation does without Mach ports).
+    let loop = PCRunLoop.main
+    var hoard: [Int32] = []
+    while true {
+        let fd = dup(0)
+        if fd < 0 { break }
+        hoard.append(fd)
+    }
+    _ = loop.runInMode(.default, timeout: .zero, returnAfterSourceHandled: true)
+    for fd in hoard { close(fd) }
+    print("first run out of descriptors")
+}
 
 @MainActor func finish(_ what: String) {
     print(what)
