@@ -148,10 +148,6 @@ func replaceListener() {
 }
 
 if scenario == "paused-without-connections" {
-    // A first run, with nothing to do, while descriptors are free: the main
-    // thread's loop takes the main dispatch queue's descriptor at its first
-    // run (libdispatch traps if it cannot make it).
-    _ = loop.runInMode(.default, timeout: .zero, returnAfterSourceHandled: true)
     let waiting = connect("\(directory)/old.sock")
     send(1, on: waiting)
     let hoard = Hoard()
