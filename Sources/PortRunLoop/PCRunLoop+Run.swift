@@ -381,19 +381,26 @@ extension PCRunLoop {
     /// order first; sources of other modes stay signalled.
     private func performSignalledSources(_ ms: ModeState) -> Bool {
         guard signalledHint.load(ordering: .relaxed) > 0 else { return false }
-        let due: [RunLoopSource] = lock.withLock {
-            guard !signalled.isEmpty else { return [] }
-            var due: [RunLoopSource] = []
+        // The spare list (no allocation per pass once it has grown), sorted
+        // in place.
+        var due: [RunLoopSource] = []
+        swap(&due, &spareDueSources)
+        defer {
+            due.removeAll(keepingCapacity: true)
+            swap(&due, &spareDueSources)
+        }
+        lock.withLock {
+            guard !signalled.isEmpty else { return }
             for (id, s) in signalled where ms.customSources[id] != nil {
                 due.append(s)
             }
             for s in due { signalled[ObjectIdentifier(s)] = nil }
             if !due.isEmpty { noteStateChange() }
-            return due
         }
         guard !due.isEmpty else { return false }
+        if due.count > 1 { due.sort(by: { ($0.order, $0.sequence) < ($1.order, $1.sequence) }) }
         var performed = false
-        for s in due.sorted(by: { ($0.order, $0.sequence) < ($1.order, $1.sequence) }) where s.isValid {
+        for s in due where s.isValid {
             s.performCallback(s)
             performed = true
         }

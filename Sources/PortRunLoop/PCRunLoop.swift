@@ -158,6 +158,10 @@ public final class PCRunLoop: @unchecked Sendable {
     @exclusivity(unchecked) var armedDeadline: MonotonicInstant? = nil
     /// epoll_wait buffers, one per run depth.
     @exclusivity(unchecked) var eventBuffers: [Epoll.EventBuffer] = []
+    /// The list step 4 collects signalled sources into, kept with its
+    /// capacity between passes (taken out while in use: a nested run in a
+    /// perform callback gets a list of its own). Owner thread only.
+    @exclusivity(unchecked) var spareDueSources: [RunLoopSource] = []
     /// The ready sources of a pass, one list per run depth, empty between
     /// runs with their capacity kept (no allocation per run or pass).
     @exclusivity(unchecked) var readyBuffers: [[PortSource]] = []
