@@ -86,15 +86,27 @@ struct ComponentValues: Equatable {
         // record goes as sealed memory, at most `maxLargeDataBytes` in all.
         let limits = PortLimits.default
         var left = Int(clamping: limits.maxLargeDataBytes) + limits.maxRecordSize
+        // One that does not fit in a record goes as sealed memory, which a
+        // receiver takes up to `maxLargeComponentBytes`: no more is read
+        // (a larger file is refused before a byte of it is).
+        let componentLimit = Int(clamping: limits.maxLargeComponentBytes)
         for kind in kinds {
             let bytes: [UInt8]
+            let limit = min(left, componentLimit)
+            // Too large for this read: for one component, or for the message.
+            func tooLarge() -> String {
+                limit == componentLimit
+                    ? "one component may hold at most \(limits.maxLargeComponentBytes >> 20) MiB" : Self.tooLarge(limits)
+            }
             switch kind {
             case .data: bytes = Array(d.next()!.utf8)
             case .hex: bytes = HexBytes.parse(h.next()!)!
             case .file:
                 let path = f.next()!
                 do {
-                    bytes = try FileSystem.contents(ofPath: path, limit: left)
+                    bytes = try FileSystem.contents(ofPath: path, limit: limit)
+                } catch where error.errno == .fileTooLarge {
+                    throw Failure(.usage, "cannot read \(path): too large (\(tooLarge()))")
                 } catch {
                     // Every bad file is a bad argument: the same status, and a reason.
                     throw Failure(.usage, Self.problem(reading: path, error, limit: limits))
@@ -102,24 +114,24 @@ struct ComponentValues: Equatable {
             case .standardInput:
                 do {
                     bytes = try StandardStream.input.withDescriptor { (input) throws(SystemCallError) in
-                        try Descriptor.readAll(input, limit: left)
+                        try Descriptor.readAll(input, limit: limit)
                     }
+                } catch where error.errno == .fileTooLarge {
+                    throw Failure(.usage, "cannot read standard input: too large (\(tooLarge()))")
                 } catch {
                     throw Failure(.usage, Self.problem(reading: "standard input", error, limit: limits))
                 }
             }
             left -= bytes.count
             if left < 0 { throw Failure(.usage, Self.tooLarge(limits)) }
-            // One that does not fit in a record goes as sealed memory,
-            // which a receiver takes up to `maxLargeComponentBytes`.
-            if UInt64(bytes.count) > limits.maxLargeComponentBytes {
-                throw Failure(
-                    .usage,
-                    "a component is too large: \(bytes.count) bytes, more than the \(limits.maxLargeComponentBytes >> 20) MiB one component may hold")
-            }
+            if bytes.count > componentLimit { throw Failure(.usage, Self.componentTooLarge("\(bytes.count) bytes", limits)) }
             result.append(.data(bytes))
         }
         return result
+    }
+
+    private static func componentTooLarge(_ what: String, _ limits: PortLimits) -> String {
+        "a component is too large: \(what), more than the \(limits.maxLargeComponentBytes >> 20) MiB one component may hold"
     }
 
     private static func tooLarge(_ limits: PortLimits) -> String {

@@ -29,6 +29,24 @@ import PortTestSupport
         #expect(child.standardError.contains("too large"), "\(child.standardError)")
     }
 
+    /// A file larger than one component may hold (PortLimits'
+    /// maxLargeComponentBytes) is refused by its size, before a byte of it
+    /// is read; it used to be read whole (up to 1 GiB) first.
+    @Test func aFileLargerThanAComponentIsRefusedByItsSize() throws {
+        let d = try DaemonProcess.started()
+        let directory = try TemporaryDirectory()
+        let path = directory.path + "/large"
+        let fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0o600)
+        #expect(fd >= 0)
+        #expect(ftruncate(fd, 300 << 20) == 0)  // sparse: nothing written
+        close(fd)
+        let r = try d.portctl(["send", uniqueName("sink"), "--msgid", "1", "--file", path])
+        #expect(r.status == 64, "\(r.standardError)")
+        #expect(
+            r.standardError.contains("cannot read \(path): too large (one component may hold at most 256 MiB)"),
+            "\(r.standardError)")
+    }
+
     @Test func everyBadFileIsAUsageErrorWithAReason() throws {
         let d = try DaemonProcess.started()
         let name = uniqueName("sink")
