@@ -6,8 +6,9 @@
 // adds F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL, so that the
 // contents and size can never change again, whoever holds the descriptor. A
 // receiver trusts a memfd only after `checkSealed` saw at least the first
-// three seals and a size covering the announced length; only then does it
-// map it, read-only. Without the seals a sender could shrink the file under
+// three seals and a size covering the announced length, all of it
+// allocated (no holes: reading one allocates memory charged to the reader);
+// only then does it map it, read-only. Without the seals a sender could shrink the file under
 // the receiver's mapping (SIGBUS) or change bytes after validation.
 
 import CPortSystem
@@ -60,6 +61,10 @@ public enum MemFD {
         case missingSeals(present: Seals, missing: Seals)
         /// The file is shorter than the length the message announced.
         case tooShort(size: Int, announced: Int)
+        /// Less of the file is allocated than the message announced: its
+        /// holes would be allocated, and charged to the receiver, as it
+        /// reads them.
+        case sparse(allocated: Int, announced: Int)
         /// A system call failed unexpectedly.
         case system(SystemCallError)
 
@@ -70,6 +75,8 @@ public enum MemFD {
                 "large component: memfd not sealed (seals \(present), missing \(missing))"
             case .tooShort(let size, let announced):
                 "large component: memfd holds \(size) bytes, message announced \(announced)"
+            case .sparse(let allocated, let announced):
+                "large component: memfd has \(allocated) bytes allocated, message announced \(announced) (holes are refused)"
             case .system(let e): "large component: \(e)"
             }
         }
@@ -120,10 +127,16 @@ public enum MemFD {
 
     /// The file's size in bytes. The corresponding C function is `fstat`.
     package static func size(_ fd: borrowing OwnedDescriptor) throws(SystemCallError) -> Int {
+        try sizes(fd).size
+    }
+
+    /// The file's size and the bytes allocated to it (`st_blocks` × 512),
+    /// in one `fstat`.
+    private static func sizes(_ fd: borrowing OwnedDescriptor) throws(SystemCallError) -> (size: Int, allocated: Int) {
         let fd = fd.rawValue
         var st = stat()
         _ = try SystemCall.must("fstat") { fstat(fd, &st) }
-        return Int(st.st_size)
+        return (Int(st.st_size), Int(st.st_blocks) * 512)
     }
 
     /// A new memfd holding a copy of `bytes`, sealed with `Seals.all`,
@@ -137,9 +150,13 @@ public enum MemFD {
         return fd
     }
 
-    /// Checks that `fd` is a memfd sealed with at least `Seals.required` and
-    /// holding at least `length` bytes. A receiver calls this before
-    /// `mapReadOnly`; an unsealed memfd is refused.
+    /// Checks that `fd` is a memfd sealed with at least `Seals.required`,
+    /// holding at least `length` bytes, all of them allocated. A receiver
+    /// calls this before `mapReadOnly`; an unsealed memfd is refused, and so
+    /// is one with holes (made long by ftruncate alone): reading a hole of
+    /// shared memory allocates it, charged to the reader, so a sender could
+    /// make a receiver hold memory the sender never paid for. PortCore's
+    /// senders write every byte.
     package static func checkSealed(_ fd: borrowing OwnedDescriptor, length: Int) throws(ValidationError) {
         let present: Seals
         do {
@@ -151,9 +168,10 @@ public enum MemFD {
         }
         let missing = Seals.required.subtracting(present)
         if !missing.isEmpty { throw .missingSeals(present: present, missing: missing) }
-        let actual: Int
-        do { actual = try size(fd) } catch { throw .system(error) }
-        if actual < length { throw .tooShort(size: actual, announced: length) }
+        let actual: (size: Int, allocated: Int)
+        do { actual = try sizes(fd) } catch { throw .system(error) }
+        if actual.size < length { throw .tooShort(size: actual.size, announced: length) }
+        if actual.allocated < length { throw .sparse(allocated: actual.allocated, announced: length) }
     }
 
     /// Maps the first `length` bytes of `fd` read-only and shared. `length`

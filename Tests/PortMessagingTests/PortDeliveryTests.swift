@@ -226,6 +226,14 @@ import PortTestSupport
         try expectRefusedAndServingOn(peer: ["sparse-memfd", "\(1 << 30)"], error: "more than the limit of 268435456")
     }
 
+    /// Within the limit, a sealed memfd made long by ftruncate alone (all
+    /// hole) is refused too: reading its holes would allocate 64 MiB of
+    /// shared memory charged to the receiver, which the sender never paid
+    /// for. It was delivered.
+    @Test func aSparseSharedMemoryComponentIsRefusedAndOnlyThatConnectionClosed() throws {
+        try expectRefusedAndServingOn(peer: ["sparse-memfd", "\(64 << 20)"], error: "holes are refused")
+    }
+
     /// An O_PATH descriptor opens nothing: as a large-data component or as
     /// a check-in's reply port, every use of it (F_GET_SEALS, sendmsg)
     /// would fail with EBADF, which PortSystem traps on as its own bug. It

@@ -103,6 +103,23 @@ import PortWire
         }
     }
 
+    /// A memfd made long by ftruncate alone is all hole: sealed, it is
+    /// still refused, by what is allocated (`st_blocks`), not its size;
+    /// written, the same length is accepted.
+    @Test func aSealedMemfdWithHolesIsRefused() throws {
+        let length = 1 << 20
+        let sparse = try MemFD.create()
+        #expect(ftruncate(sparse.rawValue, off_t(length)) == 0)
+        try MemFD.addSeals(sparse, .all)
+        #expect(throws: MemFD.ValidationError.sparse(allocated: 0, announced: length)) {
+            try MemFD.checkSealed(sparse, length: length)
+        }
+        let written = try MemFD.create()
+        try [UInt8](repeating: 0, count: length).withUnsafeBytes { try MemFD.write(written, $0) }
+        try MemFD.addSeals(written, .all)
+        try MemFD.checkSealed(written, length: length)
+    }
+
     @Test func otherDescriptorsAreNotSealable() throws {
         let pair = try UnixSocket.makePair()
         #expect(throws: MemFD.ValidationError.notSealable) { try MemFD.checkSealed(pair.first, length: 1) }
