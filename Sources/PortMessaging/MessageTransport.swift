@@ -352,6 +352,10 @@ package final class MessageTransport {
         var lent = PortMessageView(
             msgid: view.msgid, slots: UnsafeBufferPointer(rebasing: slots[0..<n]), objects: objects,
             replyPort: replyPort, sender: sender)
+        // Every descriptor is an object's now: `received` is emptied, so
+        // that a receive nested in `body` (a handler running the loop)
+        // parses its record's descriptors from index 0, its count its own.
+        received.closeAll()
         // A read-ahead record's slot stays as it is while the view lives.
         lendingReadAhead = wasLending || readAhead != nil
         body(&lent, view.flags.contains(.replyExpected))

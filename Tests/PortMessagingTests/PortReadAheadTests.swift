@@ -95,6 +95,44 @@ import PortSystem
         #expect(log.all == ["m0", "m1", "m2", "m3", "m4", "m5", "nested run ended"])
     }
 
+    /// A view handler that runs the loop nested while its view holds
+    /// rights (a port component): the records the nested run receives are
+    /// parsed with descriptor counts of their own, not added to those of
+    /// the record lent (each was refused as carrying one descriptor too
+    /// many, its connection closed).
+    @Test func aRunNestedInAViewHandlerWhoseViewHoldsARightServesTheNextRecords() throws {
+        let loop = PCRunLoop.current
+        let target = PCPort()
+        defer { target.invalidate() }
+        try target.schedule(in: loop, forMode: .default)
+        let log = Log()
+        let errors = Log()
+        let port = PCPort(viewHandler: { v in
+            log.add("m\(v.msgid)")
+            if v.msgid == 1 {
+                let deadline = MonotonicInstant.now() + .seconds(20)
+                while log.all.count < 4 && errors.all.isEmpty && MonotonicInstant.now() < deadline {
+                    loop.runInMode(.default, before: deadline, returnAfterSourceHandled: true)
+                }
+                log.add("nested run ended")
+            }
+            return nil
+        })
+        port.onError { errors.add("\($0)") }
+        defer { port.invalidate() }
+        try port.schedule(in: loop, forMode: .default)
+        let right = try port.makeSendRight()
+        try queue(PCPortMessage(msgid: 0, strings: ["first, read alone"]), on: right)
+        try queue(PCPortMessage(msgid: 1, components: [.port(try target.makeSendRight())]), on: right)
+        try queue(PCPortMessage(msgid: 2, strings: ["no right"]), on: right)
+        try queue(PCPortMessage(msgid: 3, components: [.port(try target.makeSendRight())]), on: right)
+
+        run(loop) { log.all.count >= 5 || !errors.all.isEmpty }
+        #expect(errors.all == [])
+        #expect(log.all == ["m0", "m1", "m2", "m3", "nested run ended"])
+        #expect(port.connectionCount == 1)
+    }
+
     @Test(arguments: ["closeConnection", "invalidate"])
     func recordsReadAheadOfAConnectionThatGoesAreGivenUpAndTheirRightsClosed(_ how: String) throws {
         let loop = PCRunLoop.current
