@@ -49,8 +49,12 @@
 // way, lent to a closure as a PortMessageView instead of copied into a
 // message: data components stay slices of the receive buffer, laid out in a
 // component table the transport allocates once (at the first view) and
-// reuses. Both are valid until the closure returns; the next receive
-// overwrites them. Descriptors are owned exactly as in `receive(on:)`.
+// reuses. Both are valid until the closure returns, also across a receive
+// nested in it (a handler running the loop), which reads into a receive
+// buffer and component table of its own, freed when the closure returns;
+// the next receive overwrites them. Descriptors are owned exactly as in
+// `receive(on:)`, and taken out of the transport's list before the closure
+// runs, so that a nested receive's record is counted on its own.
 
 import PortRunLoop
 import PortSystem
@@ -358,7 +362,20 @@ package final class MessageTransport {
         received.closeAll()
         // A read-ahead record's slot stays as it is while the view lives.
         lendingReadAhead = wasLending || readAhead != nil
+        // So do the receive buffer and component table the view points
+        // into: a receive nested in `body` (a handler running the loop)
+        // reads into buffers of its own, freed when `body` returns.
+        let lentBuffer = receiveBuffer
+        let lentControl = receiveControl
+        receiveBuffer = nil
+        receiveControl = nil
+        viewSlots = nil
         body(&lent, view.flags.contains(.replyExpected))
+        receiveBuffer?.deallocate()
+        viewSlots?.deallocate()
+        receiveBuffer = lentBuffer
+        receiveControl = lentControl
+        viewSlots = slots
         lendingReadAhead = wasLending
         return .viewed
     }

@@ -133,6 +133,35 @@ import PortSystem
         #expect(port.connectionCount == 1)
     }
 
+    /// A view is valid for the whole call of its handler, a run nested in
+    /// it included: the records that run receives (on another connection,
+    /// read the plain way) must not be written over the lent one.
+    @Test func aViewStaysItsOwnAcrossARunNestedInItsHandler() throws {
+        let loop = PCRunLoop.current
+        let log = Log()
+        let port = PCPort(viewHandler: { v in
+            let before = v.string(ofComponent: 0) ?? "?"
+            log.add(before)
+            if before == "outer" {
+                let deadline = MonotonicInstant.now() + .seconds(20)
+                while log.all.count < 2 && MonotonicInstant.now() < deadline {
+                    loop.runInMode(.default, before: deadline, returnAfterSourceHandled: true)
+                }
+                log.add("after the nested run: \(v.string(ofComponent: 0) ?? "?")")
+            }
+            return nil
+        })
+        defer { port.invalidate() }
+        try port.schedule(in: loop, forMode: .default)
+        let first = try port.makeSendRight()
+        let second = try port.makeSendRight()
+        try queue(PCPortMessage(msgid: 1, strings: ["outer"]), on: first)
+        try queue(PCPortMessage(msgid: 2, strings: ["INNER"]), on: second)
+
+        run(loop) { log.all.count >= 3 }
+        #expect(log.all == ["outer", "INNER", "after the nested run: outer"])
+    }
+
     @Test(arguments: ["closeConnection", "invalidate"])
     func recordsReadAheadOfAConnectionThatGoesAreGivenUpAndTheirRightsClosed(_ how: String) throws {
         let loop = PCRunLoop.current
