@@ -192,6 +192,72 @@ import PortSystem
         #expect(log.all == ["m0", "m1"])
     }
 
+    /// Records left read ahead when a request ended the turn, and the port
+    /// invalidated before they were served (here by a perform request the
+    /// request's handler queued, which runs first; or by another thread;
+    /// or removed from its loop): their rights are closed by the
+    /// invalidation, not held until the port object goes.
+    @Test(arguments: ["perform", "removed"])
+    func recordsReadAheadOfAPortInvalidatedBetweenPassesAreGivenUp(_ how: String) throws {
+        let loop = PCRunLoop.current
+        let target = PCPort()
+        defer { target.invalidate() }
+        try target.schedule(in: loop, forMode: .default)
+        let log = Log()
+        let port = PCPort()
+        port.setHandler { [unowned port] m in
+            log.add("m\(m.msgid)")
+            if m.msgid == 1 {
+                if how == "removed" { port.remove(from: loop, forMode: .default) }
+                loop.perform(inModes: [.default]) {
+                    port.invalidate()
+                    log.add("invalidated")
+                }
+            }
+            return nil
+        }
+        defer { port.invalidate() }
+        try port.schedule(in: loop, forMode: .default)
+        let right = try port.makeSendRight()
+        try queue(PCPortMessage(msgid: 0, strings: ["first, read alone"]), on: right)
+        try queue(PCPortMessage(msgid: 1, strings: ["a request"]), on: right, request: true)
+        for i in 2...5 {
+            try queue(PCPortMessage(msgid: UInt32(i), components: [.port(try target.makeSendRight())]), on: right)
+        }
+        #expect(target.connectionCount == 4)
+
+        run(loop) { log.all.contains("invalidated") && target.connectionCount == 0 }
+        #expect(log.all == ["m0", "m1", "invalidated"])
+        #expect(target.connectionCount == 0, "rights read ahead were held by the invalidated port")
+    }
+
+    /// A port invalidated by the handler of a record with others read
+    /// ahead behind it: the connection closes with the port (its holder
+    /// sees it hang up), the port object still held.
+    @Test(arguments: [false, true])
+    func aPortInvalidatedWithRecordsReadAheadHangsUpTheirConnection(request: Bool) throws {
+        let loop = PCRunLoop.current
+        let log = Log()
+        let port = PCPort()
+        port.setHandler { [unowned port] m in
+            log.add("m\(m.msgid)")
+            if m.msgid == 1 { port.invalidate() }
+            return nil
+        }
+        defer { port.invalidate() }
+        try port.schedule(in: loop, forMode: .default)
+        let right = try port.makeSendRight()
+        try queue(PCPortMessage(msgid: 0, strings: ["first, read alone"]), on: right)
+        try queue(PCPortMessage(msgid: 1, strings: ["invalidates"]), on: right, request: request)
+        for i in 2...5 { try queue(PCPortMessage(msgid: UInt32(i), strings: ["read ahead"]), on: right) }
+
+        run(loop) { log.all.count >= 2 }
+        #expect(log.all == ["m0", "m1"])
+        let connection = try #require(right.currentConnection())
+        let ready = try Poll.wait(connection.descriptor, for: .readHangUp, timeout: .zero)
+        #expect(ready.contains(.hangUp), "the invalidated port still holds the connection")
+    }
+
     @Test func aMalformedRecordClosesItsConnectionAndTheRecordsReadAheadBehindItAreGivenUp() throws {
         let loop = PCRunLoop.current
         let target = PCPort()
