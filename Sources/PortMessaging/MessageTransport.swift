@@ -45,16 +45,34 @@
 // (the records are lost, as they are when the socket closes unread); so
 // does deinit.
 //
+// Descriptors read ahead: the kernel installs every descriptor a record
+// carries when it is read, up to `limits.maxDescriptors` a record, so 15
+// records read ahead could hold 3,795 before their turn, where a record
+// read alone holds 253. In a process at the usual RLIMIT_NOFILE of 1024
+// that filled the table: handlers failed with EMFILE and the records whose
+// descriptors found no room arrived truncated (MSG_CTRUNC), closing their
+// connection. So the records read ahead beyond a batch's first, by every
+// transport of the process together, may carry at most a quarter of the
+// soft RLIMIT_NOFILE (as it was at the first read-ahead): each is counted as `limits.maxDescriptors` from
+// before the call (`reserveReadAhead`) until it is taken or given up, and
+// a batch takes only as many as that leaves room for (none: one record
+// read the plain way).
+//
 // Views (`receiveView`): the same record, parsed and validated the same
 // way, lent to a closure as a PortMessageView instead of copied into a
 // message: data components stay slices of the receive buffer, laid out in a
 // component table the transport allocates once (at the first view) and
-// reuses. Both are valid until the closure returns; the next receive
-// overwrites them. Descriptors are owned exactly as in `receive(on:)`.
+// reuses. Both are valid until the closure returns, also across a receive
+// nested in it (a handler running the loop), which reads into a receive
+// buffer and component table of its own, freed when the closure returns;
+// the next receive overwrites them. Descriptors are owned exactly as in
+// `receive(on:)`, and taken out of the transport's list before the closure
+// runs, so that a nested receive's record is counted on its own.
 
 import PortRunLoop
 import PortSystem
 import PortWire
+import Synchronization
 
 package final class MessageTransport {
     // Not shared: a transport is used by one thread at a time (its owner's
@@ -101,6 +119,14 @@ package final class MessageTransport {
     @exclusivity(unchecked) private var lendingReadAhead = false
     /// The most records read in one call: a pass's default share.
     package static let readAheadCapacity = 16
+    /// The descriptors the records read ahead, beyond each batch's first,
+    /// may carry, counted for every transport of the process (see
+    /// "Descriptors read ahead").
+    private static let descriptorsReadAhead = Atomic<Int>(0)
+    /// How many that is: a quarter of the soft RLIMIT_NOFILE, read at
+    /// the first read-ahead of the process (a limit raised later, as
+    /// daemons do at start, is not seen: the share stays the smaller one).
+    private static let readAheadDescriptorBudget: Int = CurrentProcess.descriptorLimit().map { $0 / 4 } ?? .max
 
     /// Which connection a receive reads from, and how many records it may
     /// still take in this pass (see "Reading ahead").
@@ -352,9 +378,26 @@ package final class MessageTransport {
         var lent = PortMessageView(
             msgid: view.msgid, slots: UnsafeBufferPointer(rebasing: slots[0..<n]), objects: objects,
             replyPort: replyPort, sender: sender)
+        // Every descriptor is an object's now: `received` is emptied, so
+        // that a receive nested in `body` (a handler running the loop)
+        // parses its record's descriptors from index 0, its count its own.
+        received.closeAll()
         // A read-ahead record's slot stays as it is while the view lives.
         lendingReadAhead = wasLending || readAhead != nil
+        // So do the receive buffer and component table the view points
+        // into: a receive nested in `body` (a handler running the loop)
+        // reads into buffers of its own, freed when `body` returns.
+        let lentBuffer = receiveBuffer
+        let lentControl = receiveControl
+        receiveBuffer = nil
+        receiveControl = nil
+        viewSlots = nil
         body(&lent, view.flags.contains(.replyExpected))
+        receiveBuffer?.deallocate()
+        viewSlots?.deallocate()
+        receiveBuffer = lentBuffer
+        receiveControl = lentControl
+        viewSlots = slots
         lendingReadAhead = wasLending
         return .viewed
     }
@@ -373,12 +416,16 @@ package final class MessageTransport {
     private func receiveRecord(on connection: borrowing OwnedDescriptor, _ readAhead: ReadAhead?) throws(PortError) -> Record {
         if let readAhead {
             if batchNext < batchCount {
-                if batchConnection == readAhead.connectionID { return try takeReadAhead() }
+                if batchConnection == readAhead.connectionID {
+                    releaseReadAhead(1)
+                    return try takeReadAhead()
+                }
             } else if endedConnection == readAhead.connectionID {
                 endedConnection = nil
                 return .closed
             } else if readAhead.limit > 1 && !lendingReadAhead {
-                return try readAheadRecords(on: connection, readAhead)
+                let room = reserveReadAhead(readAhead.limit - 1)
+                if room > 0 { return try readAheadRecords(on: connection, id: readAhead.connectionID, limit: 1 + room) }
             }
         }
         let buffer: UnsafeMutableRawBufferPointer
@@ -417,10 +464,15 @@ package final class MessageTransport {
         }
     }
 
-    /// Receives up to `readAhead.limit` records of the connection in one
-    /// call and returns the first (see "Reading ahead").
+    /// Receives up to `limit` records of the connection in one call and
+    /// returns the first (see "Reading ahead"); `limit - 1` records were
+    /// reserved (`reserveReadAhead`): what is not read ahead is released.
     @inline(never)  // the plain path stays as it was
-    private func readAheadRecords(on connection: borrowing OwnedDescriptor, _ readAhead: ReadAhead) throws(PortError) -> Record {
+    private func readAheadRecords(
+        on connection: borrowing OwnedDescriptor, id: UInt64, limit: Int
+    ) throws(PortError) -> Record {
+        var reserved = limit - 1
+        defer { releaseReadAhead(reserved) }
         let slots: UnixSocket.ReceiveBatch
         if let b = batch {
             slots = b
@@ -432,10 +484,10 @@ package final class MessageTransport {
         var outcome: UnixSocket.BatchOutcome
         var reset = false
         do {
-            outcome = try UnixSocket.receive(connection, into: slots, upTo: readAhead.limit)
+            outcome = try UnixSocket.receive(connection, into: slots, upTo: limit)
             if case .connectionReset = outcome {
                 reset = true  // as in `receiveRecord`: read on
-                outcome = try UnixSocket.receive(connection, into: slots, upTo: readAhead.limit)
+                outcome = try UnixSocket.receive(connection, into: slots, upTo: limit)
             }
         } catch {
             throw .system(error)
@@ -444,10 +496,12 @@ package final class MessageTransport {
         case .wouldBlock: return reset ? .closed : .wouldBlock
         case .endOfStream, .connectionReset: return .closed
         case .records(let n, let ended):
-            batchConnection = readAhead.connectionID
+            batchConnection = id
             batchNext = 0
             batchCount = n
-            if ended { endedConnection = readAhead.connectionID }
+            // Held from here (the first is returned now): released as taken.
+            reserved -= n - 1
+            if ended { endedConnection = id }
             newReadAhead = n > 1
             return try takeReadAhead()
         }
@@ -496,8 +550,36 @@ package final class MessageTransport {
                 truncated: record.controlTruncated, into: &dropped)
             dropped.closeAll()
         }
+        releaseReadAhead(batchCount - batchNext)
         batchNext = 0
         batchCount = 0
+    }
+
+    /// Reserves room for up to `wanted` records read ahead, each counted
+    /// as `limits.maxDescriptors` descriptors, within the process's share
+    /// (see "Descriptors read ahead"); returns how many (0: read the plain
+    /// way). Released by `releaseReadAhead`.
+    private func reserveReadAhead(_ wanted: Int) -> Int {
+        let each = limits.maxDescriptors
+        guard each > 0 else { return wanted }
+        let budget = Self.readAheadDescriptorBudget
+        var held = Self.descriptorsReadAhead.load(ordering: .relaxed)
+        while true {
+            let n = min(wanted, max(0, budget - held) / each)
+            if n == 0 { return 0 }
+            let (done, now) = Self.descriptorsReadAhead.compareExchange(
+                expected: held, desired: held + n * each, ordering: .relaxed)
+            if done { return n }
+            held = now
+        }
+    }
+
+    /// Gives back the room of `records` records read ahead (taken, given
+    /// up, or not read after all).
+    @inline(__always)
+    private func releaseReadAhead(_ records: Int) {
+        guard records > 0, limits.maxDescriptors > 0 else { return }
+        Self.descriptorsReadAhead.subtract(records * limits.maxDescriptors, ordering: .relaxed)
     }
 
     /// Decodes a received record: its descriptors owned by `received`

@@ -90,10 +90,11 @@ private struct Scheduling {
 
 public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     // Safe to share: immutable fields are set in init; `connections`,
-    // `listening` (and its entries), `replacedListeners`, `schedulings`, `valid`, `delegate`, `handler`,
-    // `onError`, `acceptPaused`, `monitors`, `pacing` and `readAheadWaiting`
-    // are accessed with `lock` held; `transport` only on the loop thread
-    // inside a handler (one loop per port); `viewing` and `paced` are atomic.
+    // `listening` (and its entries), `replacedListeners`, `schedulings`,
+    // `readAheadWaiting`, `servingLoop`, `valid`, `delegate`, `handler`,
+    // `onError`, `acceptPaused`, `monitors` and `pacing` are accessed with
+    // `lock` held; `transport` only on the loop thread inside a handler (one
+    // loop per port); `viewing` and `paced` are atomic.
     public typealias Handler = (PCPortMessage) -> PCPortMessage?
     /// A view handler: gets each message lent as a view, valid during the
     /// call (see `PortMessageView`); returns the reply to a request.
@@ -141,6 +142,10 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     private var replacedListeners: [PortSource] = []
     /// The connection whose records were read ahead (`noteReadAhead`).
     private var readAheadWaiting: (source: PortSource, id: UInt64)?
+    /// The loop the port was last scheduled in (a port is served by one
+    /// loop): where `invalidate()` from another thread has the records
+    /// read ahead given up, since only that loop's thread uses `transport`.
+    private weak var servingLoop: PCRunLoop?
     /// `recordsPerPass`: an atomic, read on every pass of every
     /// connection without taking `lock`.
     private let fairShare = Atomic<Int>(PCPort.defaultRecordsPerPass)
@@ -268,7 +273,12 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     /// connection is reported again in the next pass. For a server that
     /// bounds what the connections of one user get in one pass, however
     /// many it opens (portd). nil, the default: every ready connection is
-    /// read in its turn. Called on the loop thread.
+    /// read in its turn. Called on the loop thread. A connection held back
+    /// with records read ahead (MessageTransport, "Reading ahead") is
+    /// brought back by the port's anchors, so the loop does not sleep
+    /// while `h` keeps refusing it: a pacing that refuses only within a
+    /// pass's share (as portd's) costs a pass, never a spin. portd reads
+    /// one record a turn, so nothing is read ahead there.
     package func setPacing(_ h: ((_ connectionID: UInt64, _ peer: Credentials?) -> Bool)?) {
         let box = h.map(PacingBox.init)
         lock.withLock {
@@ -584,6 +594,7 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
             guard valid else { return .none }
             if schedulings.contains(where: { $0.loop === loop && $0.mode == mode }) { return .some(.none) }
             waiting = readAheadWaiting != nil
+            servingLoop = loop
             schedulings.append(Scheduling(loop: loop, mode: mode, anchor: anchor))
             for l in listening where l.source == nil { l.source = makeListener(l.socket) }
             var all = Array(connections.values)
@@ -633,6 +644,7 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     /// safe from any thread.
     public func invalidate() {
         var monitorsLeft: MonitorHub?
+        var readAheadLoop: PCRunLoop?
         let (sources, handlers, listeningSockets, anchors):
             ([PortSource], [() -> Void], [SharedDescriptor], [RunLoopSource]) = lock.withLock {
             guard valid else { return ([], [], [], []) }
@@ -648,10 +660,26 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
             invalidationHandlers.removeAll()
             monitorsLeft = monitors
             monitors = nil
+            // Records read ahead and left for a later pass (`noteReadAhead`).
+            if readAheadWaiting != nil { readAheadLoop = servingLoop }
+            readAheadWaiting = nil
             return (all, h, sockets, anchors)
         }
         monitorsLeft?.closeAll()
         for s in sources { s.invalidate() }
+        // Given up with their descriptors now (no pass serves them any
+        // more), not when the port object goes: on the loop's thread,
+        // which alone uses the transport (a handler of this port may be
+        // running there; it holds no read-ahead slot but the one it was
+        // lent, which this leaves alone).
+        if let loop = readAheadLoop {
+            if loop.isCurrent {
+                transport.dropReadAhead()
+            } else {
+                let t = LoopThreadTransport(transport: transport)
+                loop.perform(inModes: [.common]) { t.transport.dropReadAhead() }
+            }
+        }
         // The listening sockets close here, after their sources left every loop.
         withExtendedLifetime(listeningSockets) {}
         for h in handlers { h() }
@@ -720,6 +748,9 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     private func noteReadAhead(_ source: PortSource, _ id: UInt64) {
         // Most ports are in one mode: no array is made for that one.
         let (first, others) = lock.withLock { () -> (RunLoopSource?, [RunLoopSource]?) in
+            // Invalidated meanwhile (by a handler, another thread): `serve`
+            // gives them up; the port must not hold the connection.
+            guard valid else { return (nil, nil) }
             readAheadWaiting = (source, id)
             let others = schedulings.count > 1 ? schedulings.dropFirst().compactMap { $0.anchor } : nil
             return (schedulings.first?.anchor, others)
@@ -735,7 +766,9 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
             defer { readAheadWaiting = nil }
             return readAheadWaiting
         }
-        guard let (source, id) = waiting, transport.hasReadAhead(of: id), source.isValid else { return }
+        guard let (source, id) = waiting, transport.hasReadAhead(of: id) else { return }
+        // A connection closed since: its records are given up, as `serve` does.
+        guard source.isValid else { return transport.dropReadAhead(of: id) }
         source.handler(source)
     }
 
@@ -988,6 +1021,13 @@ private final class Listening {
         self.socket = socket
         self.source = source
     }
+}
+
+/// A port's transport handed to its loop's thread (`PCPort.invalidate`).
+/// @unchecked Sendable: the transport is used only on that thread, where
+/// the closure it is captured by runs.
+private struct LoopThreadTransport: @unchecked Sendable {
+    let transport: MessageTransport
 }
 
 /// A port's handler closure in a box of its own (see `PCPort.handler`).

@@ -19,6 +19,12 @@
 //                           connection, so none can close to resume it: the
 //                           retry after PCPort.acceptRetryDelay does, once
 //                           descriptors are free again.
+//   read-ahead-descriptors  (started at RLIMIT_NOFILE 1024, hard 8192) 15
+//                           records of 253 rights each queued behind a
+//                           first one, the soft limit back at 1024 when the
+//                           port reads them: the records it reads ahead
+//                           stay within a quarter of the table, so every
+//                           one arrives whole and no connection is closed.
 //
 // It prints one line per step and exits 0 when every step went as
 // expected, 1 at the first that did not (the line says which).
@@ -31,7 +37,9 @@ import Synchronization
 
 let arguments = CommandLine.arguments
 guard arguments.count == 3 else {
-    print("usage: port-accept-probe DIRECTORY replaced-while-paused|paused-while-draining|paused-without-connections")
+    print(
+        "usage: port-accept-probe DIRECTORY replaced-while-paused|paused-while-draining|paused-without-connections|read-ahead-descriptors"
+    )
     exit(2)
 }
 let directory = arguments[1]
@@ -145,6 +153,50 @@ func replaceListener() {
     let named: PCPort
     do { named = try PCPort(listeningDescriptor: listeningSocket("\(directory)/new.sock")) } catch { fail("new port: \(error)") }
     do { try port.adoptListeningSocket(of: named, name: "svc") } catch { fail("adopt: \(error)") }
+}
+
+if scenario == "read-ahead-descriptors" {
+    /// Sets the soft RLIMIT_NOFILE.
+    func setSoftLimit(_ n: rlim_t) {
+        var limit = rlimit()
+        guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0 else { fail("getrlimit") }
+        limit.rlim_cur = n
+        guard setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0 else { fail("setrlimit \(n): errno \(errno)") }
+    }
+    _ = loop.runInMode(.default, timeout: .zero, returnAfterSourceHandled: true)
+    // Room to send them: descriptors in flight count against the sender's limit.
+    setSoftLimit(8192)
+    let right: SendRight
+    let pair: UnixSocket.Pair
+    do {
+        right = try port.makeSendRight()
+        pair = try UnixSocket.makePair()
+    } catch {
+        fail("right: \(error)")
+    }
+    send(0, on: right)
+    for msgid in UInt32(1)...15 {
+        var rights: [PCPortMessage.Component] = []
+        do {
+            for _ in 0..<253 { rights.append(.port(SendRight(descriptor: try Descriptor.duplicate(pair.first)))) }
+            guard try right.send(PCPortMessage(msgid: msgid, components: rights), timeout: .seconds(5)) == .sent else {
+                fail("send \(msgid)")
+            }
+        } catch {
+            fail("send \(msgid): \(error)")
+        }
+    }
+    step("15 records of 253 rights queued")
+    setSoftLimit(1024)
+    run(until: "16 records served") { received.withLock { $0.count } == 16 || !failures.withLock { $0.isEmpty } }
+    let errors = failures.withLock { $0 }
+    guard errors.isEmpty else { fail("port errors: \(errors), after \(received.withLock { $0.count }) records") }
+    guard received.withLock({ $0 }) == Array(0...15) else { fail("served out of order: \(received.withLock { $0 })") }
+    step("every record served whole")
+    withExtendedLifetime(right) {}
+    port.invalidate()
+    step("done")
+    exit(0)
 }
 
 if scenario == "paused-without-connections" {

@@ -95,6 +95,73 @@ import PortSystem
         #expect(log.all == ["m0", "m1", "m2", "m3", "m4", "m5", "nested run ended"])
     }
 
+    /// A view handler that runs the loop nested while its view holds
+    /// rights (a port component): the records the nested run receives are
+    /// parsed with descriptor counts of their own, not added to those of
+    /// the record lent (each was refused as carrying one descriptor too
+    /// many, its connection closed).
+    @Test func aRunNestedInAViewHandlerWhoseViewHoldsARightServesTheNextRecords() throws {
+        let loop = PCRunLoop.current
+        let target = PCPort()
+        defer { target.invalidate() }
+        try target.schedule(in: loop, forMode: .default)
+        let log = Log()
+        let errors = Log()
+        let port = PCPort(viewHandler: { v in
+            log.add("m\(v.msgid)")
+            if v.msgid == 1 {
+                let deadline = MonotonicInstant.now() + .seconds(20)
+                while log.all.count < 4 && errors.all.isEmpty && MonotonicInstant.now() < deadline {
+                    loop.runInMode(.default, before: deadline, returnAfterSourceHandled: true)
+                }
+                log.add("nested run ended")
+            }
+            return nil
+        })
+        port.onError { errors.add("\($0)") }
+        defer { port.invalidate() }
+        try port.schedule(in: loop, forMode: .default)
+        let right = try port.makeSendRight()
+        try queue(PCPortMessage(msgid: 0, strings: ["first, read alone"]), on: right)
+        try queue(PCPortMessage(msgid: 1, components: [.port(try target.makeSendRight())]), on: right)
+        try queue(PCPortMessage(msgid: 2, strings: ["no right"]), on: right)
+        try queue(PCPortMessage(msgid: 3, components: [.port(try target.makeSendRight())]), on: right)
+
+        run(loop) { log.all.count >= 5 || !errors.all.isEmpty }
+        #expect(errors.all == [])
+        #expect(log.all == ["m0", "m1", "m2", "m3", "nested run ended"])
+        #expect(port.connectionCount == 1)
+    }
+
+    /// A view is valid for the whole call of its handler, a run nested in
+    /// it included: the records that run receives (on another connection,
+    /// read the plain way) must not be written over the lent one.
+    @Test func aViewStaysItsOwnAcrossARunNestedInItsHandler() throws {
+        let loop = PCRunLoop.current
+        let log = Log()
+        let port = PCPort(viewHandler: { v in
+            let before = v.string(ofComponent: 0) ?? "?"
+            log.add(before)
+            if before == "outer" {
+                let deadline = MonotonicInstant.now() + .seconds(20)
+                while log.all.count < 2 && MonotonicInstant.now() < deadline {
+                    loop.runInMode(.default, before: deadline, returnAfterSourceHandled: true)
+                }
+                log.add("after the nested run: \(v.string(ofComponent: 0) ?? "?")")
+            }
+            return nil
+        })
+        defer { port.invalidate() }
+        try port.schedule(in: loop, forMode: .default)
+        let first = try port.makeSendRight()
+        let second = try port.makeSendRight()
+        try queue(PCPortMessage(msgid: 1, strings: ["outer"]), on: first)
+        try queue(PCPortMessage(msgid: 2, strings: ["INNER"]), on: second)
+
+        run(loop) { log.all.count >= 3 }
+        #expect(log.all == ["outer", "INNER", "after the nested run: outer"])
+    }
+
     @Test(arguments: ["closeConnection", "invalidate"])
     func recordsReadAheadOfAConnectionThatGoesAreGivenUpAndTheirRightsClosed(_ how: String) throws {
         let loop = PCRunLoop.current
@@ -123,6 +190,72 @@ import PortSystem
         run(loop) { target.connectionCount == 0 }
         #expect(target.connectionCount == 0, "rights read ahead were not closed")
         #expect(log.all == ["m0", "m1"])
+    }
+
+    /// Records left read ahead when a request ended the turn, and the port
+    /// invalidated before they were served (here by a perform request the
+    /// request's handler queued, which runs first; or by another thread;
+    /// or removed from its loop): their rights are closed by the
+    /// invalidation, not held until the port object goes.
+    @Test(arguments: ["perform", "removed"])
+    func recordsReadAheadOfAPortInvalidatedBetweenPassesAreGivenUp(_ how: String) throws {
+        let loop = PCRunLoop.current
+        let target = PCPort()
+        defer { target.invalidate() }
+        try target.schedule(in: loop, forMode: .default)
+        let log = Log()
+        let port = PCPort()
+        port.setHandler { [unowned port] m in
+            log.add("m\(m.msgid)")
+            if m.msgid == 1 {
+                if how == "removed" { port.remove(from: loop, forMode: .default) }
+                loop.perform(inModes: [.default]) {
+                    port.invalidate()
+                    log.add("invalidated")
+                }
+            }
+            return nil
+        }
+        defer { port.invalidate() }
+        try port.schedule(in: loop, forMode: .default)
+        let right = try port.makeSendRight()
+        try queue(PCPortMessage(msgid: 0, strings: ["first, read alone"]), on: right)
+        try queue(PCPortMessage(msgid: 1, strings: ["a request"]), on: right, request: true)
+        for i in 2...5 {
+            try queue(PCPortMessage(msgid: UInt32(i), components: [.port(try target.makeSendRight())]), on: right)
+        }
+        #expect(target.connectionCount == 4)
+
+        run(loop) { log.all.contains("invalidated") && target.connectionCount == 0 }
+        #expect(log.all == ["m0", "m1", "invalidated"])
+        #expect(target.connectionCount == 0, "rights read ahead were held by the invalidated port")
+    }
+
+    /// A port invalidated by the handler of a record with others read
+    /// ahead behind it: the connection closes with the port (its holder
+    /// sees it hang up), the port object still held.
+    @Test(arguments: [false, true])
+    func aPortInvalidatedWithRecordsReadAheadHangsUpTheirConnection(request: Bool) throws {
+        let loop = PCRunLoop.current
+        let log = Log()
+        let port = PCPort()
+        port.setHandler { [unowned port] m in
+            log.add("m\(m.msgid)")
+            if m.msgid == 1 { port.invalidate() }
+            return nil
+        }
+        defer { port.invalidate() }
+        try port.schedule(in: loop, forMode: .default)
+        let right = try port.makeSendRight()
+        try queue(PCPortMessage(msgid: 0, strings: ["first, read alone"]), on: right)
+        try queue(PCPortMessage(msgid: 1, strings: ["invalidates"]), on: right, request: request)
+        for i in 2...5 { try queue(PCPortMessage(msgid: UInt32(i), strings: ["read ahead"]), on: right) }
+
+        run(loop) { log.all.count >= 2 }
+        #expect(log.all == ["m0", "m1"])
+        let connection = try #require(right.currentConnection())
+        let ready = try Poll.wait(connection.descriptor, for: .readHangUp, timeout: .zero)
+        #expect(ready.contains(.hangUp), "the invalidated port still holds the connection")
     }
 
     @Test func aMalformedRecordClosesItsConnectionAndTheRecordsReadAheadBehindItAreGivenUp() throws {
