@@ -612,16 +612,12 @@ package final class MessageTransport {
         }
     }
 
-    /// Takes the memfd at position `i` of the record, checks the length it
-    /// announces against `maxLargeComponentBytes` and its seals, and maps
-    /// it (closed here if refused; the SharedMemory's otherwise).
+    /// Takes the memfd at position `i` of the record (whose length the
+    /// decoder held to `maxLargeComponentBytes`), checks its seals and
+    /// that all of it is allocated, and maps it (closed here if refused;
+    /// the SharedMemory's otherwise).
     private func mapLargeData(at i: Int, length: Int) throws(PortError) -> SharedMemory {
         let memfd = received.take(at: i)
-        // Before anything is mapped: reading a sealed memfd's holes
-        // allocates shared memory charged to this process (PortLimits).
-        if UInt64(length) > limits.maxLargeComponentBytes {
-            throw .largeComponentTooLarge(length: length, limit: limits.maxLargeComponentBytes)
-        }
         do {
             try MemFD.checkSealed(memfd, length: length)
         } catch {

@@ -14,11 +14,6 @@ public enum PortError: Error, Sendable, CustomStringConvertible {
     case wire(WireError)
     /// A received large component was not a sealed memfd of the stated size.
     case unsealedSharedMemory(MemFD.ValidationError)
-    /// A received large component announced more bytes than
-    /// `PortLimits.maxLargeComponentBytes`: refused before anything was
-    /// mapped (reading a sealed memfd's holes allocates memory charged to
-    /// the reader), that connection closed.
-    case largeComponentTooLarge(length: Int, limit: UInt64)
     /// The kernel dropped descriptors of a record (MSG_CTRUNC).
     case controlTruncated
     /// A record was longer than the receive buffer (MSG_TRUNC).
@@ -40,8 +35,6 @@ public enum PortError: Error, Sendable, CustomStringConvertible {
         case .system(let e): e.description
         case .wire(let e): "malformed port message: \(e)"
         case .unsealedSharedMemory(let e): "large component refused: \(e)"
-        case .largeComponentTooLarge(let length, let limit):
-            "large component refused: \(length) bytes, more than the limit of \(limit) for one component"
         case .controlTruncated: "control data truncated (descriptors lost)"
         case .recordTruncated: "record longer than the receive buffer"
         case .pathOnlyDescriptor: "a descriptor opened with O_PATH (it opens nothing) was refused"

@@ -54,10 +54,10 @@ public struct PortLimits: Sendable, Hashable {
     public var maxDescriptors: Int
     /// Sum of the lengths of the large-data components of one message.
     public var maxLargeDataBytes: UInt64
-    /// The length of one large-data (shared-memory) component: a receiver
-    /// refuses a longer one before it maps anything (`PortError
-    /// .largeComponentTooLarge`, that connection closed), a sender before
-    /// it sends (`WireError.largeComponentTooLarge`).
+    /// The length of one large-data (shared-memory) component: a longer
+    /// one is `WireError.largeComponentTooLarge`, for a receiver when it
+    /// decodes the record, before it maps anything (that connection
+    /// closed), for a sender before it sends.
     public var maxLargeComponentBytes: UInt64
 
     /// Limits with the given values; each is clamped to what the format and

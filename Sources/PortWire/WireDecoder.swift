@@ -55,6 +55,9 @@ public enum WireDecoder {
                 needed += 1
             case .largeData:
                 if length == 0 { throw .invalidComponentLength(component: i, kind: .largeData, length: 0) }
+                if UInt64(length) > limits.maxLargeComponentBytes {
+                    throw .largeComponentTooLarge(component: i, length: UInt64(length), limit: limits.maxLargeComponentBytes)
+                }
                 needed += 1
                 largeTotal += UInt64(length)
             }

@@ -223,7 +223,7 @@ import PortTestSupport
     /// before anything is mapped; that connection is closed and the port
     /// serves on. Before the limit it was delivered.
     @Test func aLargeComponentBeyondTheLimitIsRefusedAndOnlyThatConnectionClosed() throws {
-        try expectRefusedAndServingOn(peer: ["sparse-memfd", "\(1 << 30)"], error: "more than the limit of 268435456")
+        try expectRefusedAndServingOn(peer: ["sparse-memfd", "\(1 << 30)"], error: "exceeds the limit of 268435456")
     }
 
     /// Within the limit, a sealed memfd made long by ftruncate alone (all

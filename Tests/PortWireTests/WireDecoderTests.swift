@@ -70,7 +70,7 @@ import PortTestSupport
         expected[40] = .some(nil)
         expected[41] = .some(nil)
         expected[42] = .some(nil)
-        expected[43] = .largeDataTooLarge(total: 0xFF01_0000, limit: 1 << 30)
+        expected[43] = .largeComponentTooLarge(component: 3, length: 0xFF01_0000, limit: 1 << 28)
 
         #expect(expected.count == 44)
         for offset in 0..<44 {
@@ -117,6 +117,11 @@ import PortTestSupport
         #expect(
             error(decode(record, limits: PortLimits(maxLargeDataBytes: 0xFFFF)))
                 == .largeDataTooLarge(total: 0x10000, limit: 0xFFFF))
+        // One component beyond maxLargeComponentBytes, as the encoder refuses
+        // to write it (the fuzzer's round trip found the decoder taking it).
+        #expect(
+            error(decode(record, limits: PortLimits(maxLargeComponentBytes: 0xFFFF)))
+                == .largeComponentTooLarge(component: 3, length: 0x10000, limit: 0xFFFF))
         // At the limits exactly, it decodes.
         let exact = PortLimits(maxRecordSize: 46, maxComponents: 4, maxDescriptors: 3, maxLargeDataBytes: 0x10000)
         #expect(error(decode(record, limits: exact)) == nil)
