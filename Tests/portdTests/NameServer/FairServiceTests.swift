@@ -94,39 +94,75 @@ import PortTestSupport
 /// the LOOKUPs were served in two passes, at most twice
 /// `connectionsPerUIDPerPass` (all 40 before).
 @Suite struct PacedUIDTests {
-    @Test func aStatusIsAnsweredBeforeTheRequestsOfAnotherUIDsManyConnections() throws {
+    /// A system instance and the directory it runs in, which other uids
+    /// may enter; the directory goes when the value does.
+    private struct SystemInstance {
+        let portd: DaemonProcess
+        let directory: TemporaryDirectory
+    }
+
+    /// A system instance configured with `config`.
+    private func systemPortd(config: String) throws -> SystemInstance {
         try #require(getuid() == 0, "this test switches between uids: run as root")
         let dir = try TemporaryDirectory()
         try FileSystem.setPermissions(dir.path, 0o755)
-        let config = dir.appending("portd.conf")
-        try "".write(toFile: config, atomically: true, encoding: .utf8)
+        let path = dir.appending("portd.conf")
+        try config.write(toFile: path, atomically: true, encoding: .utf8)
         let portd = try DaemonProcess.started(
-            socket: dir.appending("portd.sock"), arguments: ["--system", "--config", config])
-        let connections = 40
-        #expect(connections > NameServer.connectionsPerUIDPerPass)
-        // As root with another uid as real and effective uid (the
-        // credentials portd reads: SO_PEERCRED at connect, SCM_CREDENTIALS
-        // at each send), root again (the saved uid) to stop and resume portd.
-        let script = """
-            import os, signal, struct, sys
-            sys.path.insert(0, sys.argv[1])
-            import portd_client as pc
-            path, pid, n = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-            def as_uid(uid, f):
-                os.setresuid(uid, uid, 0)
-                try:
-                    return f()
-                finally:
-                    os.setresuid(0, 0, 0)
-            def greeted():
-                c = pc.Client(path)
-                c.hello
-                return c
-            attackers = as_uid(65534, lambda: [greeted() for _ in range(n)])
-            victim = as_uid(1000, greeted)
+            socket: dir.appending("portd.sock"), arguments: ["--system", "--config", path])
+        return SystemInstance(portd: portd, directory: dir)
+    }
+
+    /// What every script starts with: run as root, it acts as another uid
+    /// as real and effective uid (the credentials portd reads: SO_PEERCRED
+    /// at connect, SCM_CREDENTIALS at each send) and goes back to root (the
+    /// saved uid) to stop and resume portd; `greeted()` is a client past
+    /// HELLO, `stop_portd()` returns once portd is stopped. Arguments: the
+    /// examples directory, portd's socket and pid, then the test's own.
+    private static let prologue = """
+        import os, signal, struct, sys
+        sys.path.insert(0, sys.argv[1])
+        import portd_client as pc
+        path, pid = sys.argv[2], int(sys.argv[3])
+        def as_uid(uid, f):
+            os.setresuid(uid, uid, 0)
+            try:
+                return f()
+            finally:
+                os.setresuid(0, 0, 0)
+        def greeted():
+            c = pc.Client(path)
+            c.hello
+            return c
+        def stop_portd():
             os.kill(pid, signal.SIGSTOP)
             while open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] != "T":
                 os.sched_yield()
+
+        """
+
+    /// Runs `prologue` then `body` against `portd` with `arguments` after
+    /// the prologue's; the integers it printed, one a line.
+    private func run(_ body: String, against portd: DaemonProcess, _ arguments: [Int]) throws -> [Int] {
+        let child = try ChildProcess(
+            executable: "/usr/bin/python3",
+            arguments: ["-c", Self.prologue + body, SourceTree.path("examples"), portd.socketPath, "\(portd.pid)"]
+                + arguments.map { "\($0)" },
+            environment: ChildProcess.cleanEnvironment())
+        #expect(try child.waitForExit() == 0, "\(child.standardError)")
+        return child.standardOutput.split(separator: "\n").compactMap { Int($0) }
+    }
+
+    @Test func aStatusIsAnsweredBeforeTheRequestsOfAnotherUIDsManyConnections() throws {
+        let system = try systemPortd(config: "")
+        let connections = 40
+        #expect(connections > NameServer.connectionsPerUIDPerPass)
+        let counts = try run(
+            """
+            n = int(sys.argv[4])
+            attackers = as_uid(65534, lambda: [greeted() for _ in range(n)])
+            victim = as_uid(1000, greeted)
+            stop_portd()
             try:
                 lookups = as_uid(65534, lambda: [c.submit_lookup("org.example.nobody") for c in attackers])
                 status = as_uid(1000, victim.submit_status)
@@ -141,19 +177,13 @@ import PortTestSupport
                 except pc.PortdError as e:
                     assert e.error == "not-found", e
             print(as_uid(1000, victim.status).lookups)
-            """
-        let child = try ChildProcess(
-            executable: "/usr/bin/python3",
-            arguments: ["-c", script, SourceTree.path("examples"), portd.socketPath, "\(portd.pid)", "\(connections)"],
-            environment: ChildProcess.cleanEnvironment())
-        #expect(try child.waitForExit() == 0, "\(child.standardError)")
-        let counts = child.standardOutput.split(separator: "\n").compactMap { Int($0) }
-        try #require(counts.count == 3, "\(child.standardOutput) \(child.standardError)")
+            """, against: system.portd, [connections])
+        try #require(counts.count == 3, "\(counts)")
         let perPass = NameServer.connectionsPerUIDPerPass
         #expect(counts[0] <= perPass, "the first STATUS came after \(counts[0]) LOOKUPs of uid 65534")
         #expect(counts[1] <= 2 * perPass, "two passes served \(counts[1]) LOOKUPs of uid 65534's \(connections) connections")
         #expect(counts[2] == connections, "every LOOKUP is served in the end: \(counts)")
-        #expect(try portd.stop() == 0)
+        #expect(try system.portd.stop() == 0)
     }
 
     /// A REGISTER counts `registerTurns` (its socket and file cost several
@@ -162,34 +192,14 @@ import PortTestSupport
     /// uid 1000 says how many names two passes registered: at most
     /// 2 × 16 / 4 (32 before).
     @Test func aRegisterCountsSeveralTurns() throws {
-        try #require(getuid() == 0, "this test switches between uids: run as root")
-        let dir = try TemporaryDirectory()
-        try FileSystem.setPermissions(dir.path, 0o755)
-        let config = dir.appending("portd.conf")
-        try "[Policy]\nDefaultRegister=allow\n".write(toFile: config, atomically: true, encoding: .utf8)
-        let portd = try DaemonProcess.started(
-            socket: dir.appending("portd.sock"), arguments: ["--system", "--config", config])
+        let system = try systemPortd(config: "[Policy]\nDefaultRegister=allow\n")
         let connections = 40
-        let script = """
-            import os, signal, struct, sys
-            sys.path.insert(0, sys.argv[1])
-            import portd_client as pc
-            path, pid, n = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-            def as_uid(uid, f):
-                os.setresuid(uid, uid, 0)
-                try:
-                    return f()
-                finally:
-                    os.setresuid(0, 0, 0)
-            def greeted():
-                c = pc.Client(path)
-                c.hello
-                return c
+        let counts = try run(
+            """
+            n = int(sys.argv[4])
             attackers = as_uid(65534, lambda: [greeted() for _ in range(n)])
             victim = as_uid(1000, greeted)
-            os.kill(pid, signal.SIGSTOP)
-            while open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] != "T":
-                os.sched_yield()
+            stop_portd()
             try:
                 pending = as_uid(65534, lambda: [c.submit_register("org.example.r%d" % i) for i, c in enumerate(attackers)])
                 as_uid(1000, victim.submit_status)
@@ -198,18 +208,12 @@ import PortTestSupport
                 os.kill(pid, signal.SIGCONT)
             print(second.result().names)
             print(sum(1 for p in pending if p.result().result == "registered"))
-            """
-        let child = try ChildProcess(
-            executable: "/usr/bin/python3",
-            arguments: ["-c", script, SourceTree.path("examples"), portd.socketPath, "\(portd.pid)", "\(connections)"],
-            environment: ChildProcess.cleanEnvironment())
-        #expect(try child.waitForExit() == 0, "\(child.standardError)")
-        let counts = child.standardOutput.split(separator: "\n").compactMap { Int($0) }
-        try #require(counts.count == 2, "\(child.standardOutput) \(child.standardError)")
+            """, against: system.portd, [connections])
+        try #require(counts.count == 2, "\(counts)")
         let perPass = (NameServer.connectionsPerUIDPerPass + NameServer.registerTurns - 1) / NameServer.registerTurns
         #expect(counts[0] <= 2 * perPass, "two passes registered \(counts[0]) names of uid 65534")
         #expect(counts[1] == connections, "every REGISTER is served in the end: \(counts)")
-        #expect(try portd.stop() == 0)
+        #expect(try system.portd.stop() == 0)
     }
 
     /// A client that goes costs its uid's share of a pass by the names it
@@ -221,26 +225,12 @@ import PortTestSupport
     /// at least all but two clients' (none before: 16 and 4 clients went
     /// in the two passes).
     @Test func aClientGoneWithManyNamesUsesItsUIDsShareOfThePass() throws {
-        try #require(getuid() == 0, "this test switches between uids: run as root")
-        let dir = try TemporaryDirectory()
-        try FileSystem.setPermissions(dir.path, 0o755)
-        let config = dir.appending("portd.conf")
-        try "[Policy]\nDefaultRegister=allow\n".write(toFile: config, atomically: true, encoding: .utf8)
-        let portd = try DaemonProcess.started(
-            socket: dir.appending("portd.sock"), arguments: ["--system", "--config", config])
+        let system = try systemPortd(config: "[Policy]\nDefaultRegister=allow\n")
         let (clients, names) = (20, 64)
         #expect(names / NameServer.namesReleasedPerTurn >= NameServer.connectionsPerUIDPerPass)
-        let script = """
-            import os, signal, struct, sys
-            sys.path.insert(0, sys.argv[1])
-            import portd_client as pc
-            path, pid, n, k = sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
-            def as_uid(uid, f):
-                os.setresuid(uid, uid, 0)
-                try:
-                    return f()
-                finally:
-                    os.setresuid(0, 0, 0)
+        let counts = try run(
+            """
+            n, k = int(sys.argv[4]), int(sys.argv[5])
             def holder(i):
                 c = pc.Client(path)
                 for p in [c.submit_register("org.example.c%d.n%d" % (i, j)) for j in range(k)]:
@@ -249,9 +239,7 @@ import PortTestSupport
             holders = as_uid(65534, lambda: [holder(i) for i in range(n)])
             victim = as_uid(1000, lambda: pc.Client(path))
             print(victim.status().names)
-            os.kill(pid, signal.SIGSTOP)
-            while open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] != "T":
-                os.sched_yield()
+            stop_portd()
             try:
                 for c in holders:
                     c.sock.close()
@@ -261,28 +249,20 @@ import PortTestSupport
                 os.kill(pid, signal.SIGCONT)
             print(status.result().names)
             print(second.result().names)
-            """
-        let child = try ChildProcess(
-            executable: "/usr/bin/python3",
-            arguments: [
-                "-c", script, SourceTree.path("examples"), portd.socketPath, "\(portd.pid)", "\(clients)", "\(names)",
-            ],
-            environment: ChildProcess.cleanEnvironment())
-        #expect(try child.waitForExit() == 0, "\(child.standardError)")
-        let counts = child.standardOutput.split(separator: "\n").compactMap { Int($0) }
-        try #require(counts.count == 3, "\(child.standardOutput) \(child.standardError)")
+            """, against: system.portd, [clients, names])
+        try #require(counts.count == 3, "\(counts)")
         #expect(counts[0] == clients * names)
         #expect(
             counts[2] >= (clients - 2) * names,
             "two passes released \(clients * names - counts[2]) names of uid 65534's clients gone: \(counts)")
         // The rest go in the passes that follow.
-        let root = try NameClient(socket: portd.socketPath)
+        let root = try NameClient(socket: system.portd.socketPath)
         var left = counts[2]
         for _ in 0..<100 where left > 0 {
             left = Int(try root.request(MessageID.status).field("names") ?? "") ?? -1
         }
         #expect(left == 0)
-        #expect(try portd.stop() == 0)
+        #expect(try system.portd.stop() == 0)
     }
 }
 
