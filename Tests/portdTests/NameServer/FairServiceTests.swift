@@ -24,23 +24,31 @@ import PortCore
 import PortTestSupport
 @testable import PortDaemon
 
+/// Python that writes and reads port records itself, for scripts that
+/// send what a client library would not (records without REPLY_EXPECTED,
+/// requests pipelined on many raw connections): `encode(msgid, strings,
+/// flags)` makes a record of string components, `words(record)` reads one.
+private let recordsPython = """
+    import os, signal, socket, struct, sys
+    def encode(msgid, strings, flags):
+        data = [s.encode() for s in strings]
+        header = b"port" + struct.pack("<BBHI", 1, flags, len(data), msgid)
+        return header + b"".join(struct.pack("<B3xI", 1, len(d)) for d in data) + b"".join(data)
+    def words(record):
+        count = struct.unpack("<H", record[6:8])[0]
+        off, out = 12 + 8 * count, []
+        for i in range(count):
+            length = struct.unpack("<B3xI", record[12 + 8 * i:20 + 8 * i])[1]
+            out.append(record[off:off + length].decode()); off += length
+        return out
+
+    """
+
 @Suite struct FairServiceTests {
     @Test func aStatusIsAnsweredBeforeAFloodOfOneWayRecordsIsDrained() throws {
         let portd = try DaemonProcess.started()
         let flood = 150
-        let script = """
-            import os, signal, socket, struct, sys
-            def encode(msgid, strings, flags):
-                data = [s.encode() for s in strings]
-                header = b"port" + struct.pack("<BBHI", 1, flags, len(data), msgid)
-                return header + b"".join(struct.pack("<B3xI", 1, len(d)) for d in data) + b"".join(data)
-            def words(record):
-                count = struct.unpack("<H", record[6:8])[0]
-                off, out = 12 + 8 * count, []
-                for i in range(count):
-                    length = struct.unpack("<B3xI", record[12 + 8 * i:20 + 8 * i])[1]
-                    out.append(record[off:off + length].decode()); off += length
-                return out
+        let script = recordsPython + """
             path, pid, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
             STATUS, LOOKUP = 0xffff0001, 0xffff0004
             flooder = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET); flooder.connect(path)
@@ -333,19 +341,7 @@ import PortTestSupport
         for name in names {
             #expect(try owner.register(name).outcome == "registered")
         }
-        let script = """
-            import os, signal, socket, struct, sys
-            def encode(msgid, strings, flags):
-                data = [s.encode() for s in strings]
-                header = b"port" + struct.pack("<BBHI", 1, flags, len(data), msgid)
-                return header + b"".join(struct.pack("<B3xI", 1, len(d)) for d in data) + b"".join(data)
-            def words(record):
-                count = struct.unpack("<H", record[6:8])[0]
-                off, out = 12 + 8 * count, []
-                for i in range(count):
-                    length = struct.unpack("<B3xI", record[12 + 8 * i:20 + 8 * i])[1]
-                    out.append(record[off:off + length].decode()); off += length
-                return out
+        let script = recordsPython + """
             path, pid, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
             LIST, HELLO = 0xffff0006, 0xffff0009
             listers = [socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) for _ in range(n)]
