@@ -116,11 +116,17 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     private let replyLock = Lock()
     private weak var delegate: PCPortDelegate?
     private var errorHandler: ((PortError) -> Void)?
-    private var connections: [UInt64: PortSource] = [:]  // by connection id
+    /// By connection id. Not checked for exclusivity at run time (a
+    /// connection made and closed checked it four times): every access is
+    /// inside a `lock` section that calls out to nothing, so no two can
+    /// overlap.
+    @exclusivity(unchecked) private var connections: [UInt64: PortSource] = [:]
     /// The listening sockets of a named port, one per name, the one it was
     /// made with first; empty for an anonymous port and once invalidated.
     private var listening: [Listening] = []
-    private var schedulings: [Scheduling] = []
+    /// Not checked for exclusivity at run time, as `connections`: only
+    /// inside `lock` sections that call out to nothing.
+    @exclusivity(unchecked) private var schedulings: [Scheduling] = []
     /// The (loop, mode) pairs the port is in, live loops only; lock held.
     private var scheduled: [(loop: PCRunLoop, mode: PCRunLoop.Mode)] {
         schedulings.compactMap { s in s.loop.map { ($0, s.mode) } }
@@ -136,6 +142,13 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     private let paced = Atomic<Bool>(false)
     private var nextConnectionID: UInt64 = 1
     private var acceptPaused = false
+    /// `acceptPaused`, for a closing connection to look at without the
+    /// lock: set true under the lock before the listeners leave their
+    /// loops, false under it when they are back. A connection that sees
+    /// false while another thread pauses leaves the resume to the pause's
+    /// own retry (`acceptRetryDelay`), as one that closed just before the
+    /// pause would.
+    private let acceptMayBePaused = Atomic<Bool>(false)
     /// Listening sockets replaced by a new name's while connections made
     /// to them were still waiting to be accepted: each stays in its loops
     /// until its backlog is accepted (`acceptAll`), then closes.
@@ -386,33 +399,50 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
         let source = PortSource(sharing: connection, events: .readable) { [weak self] s in
             self?.serve(s, connection, id, peer)
         }
-        let targets: [(PCRunLoop, PCRunLoop.Mode)]? = lock.withLock {
-            guard valid else { return nil }
+        // Most ports are in one loop and mode: that one is taken without
+        // an array of them (two allocations a connection).
+        var loop: PCRunLoop?
+        var mode = PCRunLoop.Mode.default
+        var others: [(PCRunLoop, PCRunLoop.Mode)] = []
+        let added = lock.withLock {
+            guard valid else { return false }
             connections[id] = source
-            return scheduled.map { ($0.loop, $0.mode) }
+            if schedulings.count == 1 {
+                loop = schedulings[0].loop
+                mode = schedulings[0].mode
+            } else {
+                others = scheduled.map { ($0.loop, $0.mode) }
+            }
+            return true
         }
-        guard let targets else {
+        guard added else {
             source.invalidate()
             throw .invalidated
         }
-        for (loop, mode) in targets {
-            do {
-                try loop.add(source, forMode: mode)
-            } catch {
-                dropConnection(source, id: id, notify: false)
-                throw .system(error)
-            }
+        if let loop { try add(source, id, to: loop, mode) }
+        for (loop, mode) in others { try add(source, id, to: loop, mode) }
+    }
+
+    /// Puts connection `id`'s source in `loop`'s `mode`; closes the
+    /// connection when the loop cannot watch it.
+    private func add(_ source: PortSource, _ id: UInt64, to loop: PCRunLoop, _ mode: PCRunLoop.Mode) throws(PortError) {
+        do {
+            try loop.add(source, forMode: mode)
+        } catch {
+            dropConnection(source, id: id, notify: false)
+            throw .system(error)
         }
     }
 
     /// Closes connection `id`; `notify`: tell the disconnect handler.
     private func dropConnection(_ source: PortSource, id: UInt64, notify: Bool = true) {
         let h: ((UInt64) -> Void)? = lock.withLock {
-            if connections[id] === source { connections[id] = nil }
+            // One lookup: the entry is found once and removed where it is.
+            if let i = connections.index(forKey: id), connections.values[i] === source { connections.remove(at: i) }
             return disconnectHandler
         }
         source.invalidate()
-        resumeAccepting()
+        if acceptMayBePaused.load(ordering: .relaxed) { resumeAccepting() }
         if notify { h?(id) }
     }
 
@@ -423,6 +453,7 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
         let resume: ([PortSource], [(PCRunLoop, PCRunLoop.Mode)])? = lock.withLock {
             guard acceptPaused, valid else { return nil }
             acceptPaused = false
+            acceptMayBePaused.store(false, ordering: .relaxed)
             return (listeningSources, scheduled.map { ($0.loop, $0.mode) })
         }
         guard let (listeners, targets) = resume else { return }
@@ -791,6 +822,7 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
         let paused: ([PortSource], [(PCRunLoop, PCRunLoop.Mode)])? = lock.withLock {
             guard valid else { return nil }
             acceptPaused = true
+            acceptMayBePaused.store(true, ordering: .relaxed)
             return (listeningSources + [failed], scheduled.map { ($0.loop, $0.mode) })
         }
         guard let (sources, targets) = paused else { return }

@@ -133,10 +133,15 @@ extension PCRunLoop {
         }
         var cancels: [() -> Void] = []
         lock.withLock {
-            commonItems[ObjectIdentifier(object)] = nil
-            signalled[ObjectIdentifier(object)] = nil
+            // Each lookup hashes: skipped where nothing can be found (only
+            // custom sources are signalled; most loops have no common item).
+            if !commonItems.isEmpty { commonItems[ObjectIdentifier(object)] = nil }
+            if case .custom = item { signalled[ObjectIdentifier(object)] = nil }
             for ms in modes.values { extract(item, from: ms, cancels: &cancels) }
+            // No cancel to run first: woken in the same section.
+            if cancels.isEmpty { wakeIfSleeping() }
         }
+        if cancels.isEmpty { return }
         for c in cancels { c() }
         wakeAfterRemoval()
     }
