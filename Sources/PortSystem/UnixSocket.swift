@@ -102,11 +102,21 @@ package enum UnixSocket {
     /// full; ECONNREFUSED (nobody listening) and ENOENT (no such path) throw.
     /// The corresponding C function is `connect`.
     package static func connect(_ fd: borrowing OwnedDescriptor, to address: UnixSocketAddress) throws(SystemCallError) -> ConnectOutcome {
+        try connect(fd, to: address.filled)
+    }
+
+    /// `connect(_:to:)` with the address filled beforehand (`UnixSocketAddress.filled`).
+    package static func connect(
+        _ fd: borrowing OwnedDescriptor, to filled: UnixSocketAddress.Filled
+    ) throws(SystemCallError) -> ConnectOutcome {
         let fd = fd.rawValue
-        return try address.withSockAddr { (sa, len) throws(SystemCallError) -> ConnectOutcome in
-            switch try SystemCall.run("connect(\(address))", { Glibc.connect(fd, sa, len) }) {
-            case .done: return .connected
-            case .wouldBlock: return .wouldBlock
+        var sun = filled.sun
+        return try withUnsafePointer(to: &sun) { p throws(SystemCallError) -> ConnectOutcome in
+            try p.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa throws(SystemCallError) -> ConnectOutcome in
+                switch try SystemCall.run("connect(\(filled.address))", { Glibc.connect(fd, sa, filled.length) }) {
+                case .done: return .connected
+                case .wouldBlock: return .wouldBlock
+                }
             }
         }
     }

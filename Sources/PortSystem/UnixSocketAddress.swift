@@ -68,6 +68,25 @@ public struct UnixSocketAddress: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String { path ?? "@" + (abstractName ?? "") }
 
+    /// This address with its `sockaddr_un` filled once, for an address
+    /// connected to again and again (portd connects to a name's socket
+    /// file on every LOOKUP of it): `UnixSocket.connect` then copies it
+    /// instead of filling it each time.
+    package struct Filled: @unchecked Sendable {
+        // Safe to share: immutable, and sockaddr_un is plain bytes.
+        package let address: UnixSocketAddress
+        let sun: sockaddr_un
+        let length: socklen_t
+    }
+
+    /// This address, its `sockaddr_un` filled (`Filled`).
+    package var filled: Filled {
+        withSockAddr { sa, length in
+            Filled(
+                address: self, sun: UnsafeRawPointer(sa).load(as: sockaddr_un.self), length: length)
+        }
+    }
+
     /// Calls `body` with a filled `sockaddr_un` and its exact length.
     package func withSockAddr<R, E: Swift.Error>(
         _ body: (UnsafePointer<sockaddr>, socklen_t) throws(E) -> R

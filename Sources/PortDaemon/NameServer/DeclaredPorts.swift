@@ -78,7 +78,8 @@ final class DeclaredPorts {
         self.directory = directory
     }
 
-    subscript(name: PortName) -> Port? { ports[name] }
+    /// No name is hashed when nothing is declared (every LOOKUP asks).
+    subscript(name: PortName) -> Port? { ports.isEmpty ? nil : ports[name] }
 
     var count: Int { ports.count }
 

@@ -290,11 +290,23 @@ struct NameRegistry<Handles: NameRegistryHandles> {
         /// The supplementary groups of the process that made the connection,
         /// once the name server read them (`setSupplementaryGroups`).
         var supplementaryGroups: [UInt32]?
+        /// The groups its last request was judged with, and that request's
+        /// primary gid (`judgedGroups`).
+        var judged: (gid: UInt32, groups: [UInt32])?
     }
 
     /// Replaced on reload; counts already admitted stay.
     var limits: Limits
-    private var entries: [PortName: Entry] = [:]
+    private var entries: [PortName: Entry] = [:] {
+        // Any change ends the answer `lookUp` kept.
+        didSet { lastFound = nil }
+    }
+    /// The name `lookUp` last found, and its owner then: asked again (a
+    /// client looking the same name up again and again), `lookUp` answers
+    /// without hashing the name (700 of a LOOKUP's instructions). Every
+    /// change of `entries` clears it, so it always says what `entries`
+    /// says, and it holds nothing `entries` does not hold.
+    private var lastFound: (name: PortName, owner: Ownership)?
     /// The keys of `entries`, in byte order (an insertion or removal moves
     /// the tail: a memmove, no sort).
     private var sortedNames: [PortName] = []
@@ -600,6 +612,20 @@ struct NameRegistry<Handles: NameRegistryHandles> {
     /// The supplementary groups recorded for `client`, nil when none were.
     func supplementaryGroups(of client: ClientID) -> [UInt32]? { clients[client]?.supplementaryGroups }
 
+    /// The groups a request of `client` with primary gid `gid` was last
+    /// judged with (`setJudgedGroups`), nil when none was or with another gid.
+    func judgedGroups(of client: ClientID, gid: UInt32) -> [UInt32]? {
+        guard let judged = clients[client]?.judged, judged.gid == gid else { return nil }
+        return judged.groups
+    }
+
+    /// Records the groups a request of `client` with primary gid `gid` is
+    /// judged with: a function of `gid` and the supplementary groups, which
+    /// are read once per connection, so the same again for that gid.
+    mutating func setJudgedGroups(_ groups: [UInt32], gid: UInt32, of client: ClientID) {
+        clients[client]?.judged = (gid, groups)
+    }
+
     /// Records the supplementary groups of the process that made `client`
     /// (read once per connection). Unknown clients are ignored.
     mutating func setSupplementaryGroups(_ groups: [UInt32], of client: ClientID) {
@@ -775,7 +801,11 @@ struct NameRegistry<Handles: NameRegistryHandles> {
         _ name: PortName, client: ClientID, waitUntil waiting: (deadline: MonotonicInstant, handle: Handles.Lookup)?,
         answersQueued: Int = 0
     ) -> LookupOutcome {
-        if let owner = entries[name]?.owner { return .found(owner) }
+        if let last = lastFound, last.name == name { return .found(last.owner) }
+        if let owner = entries[name]?.owner {
+            lastFound = (name, owner)
+            return .found(owner)
+        }
         guard let waiting else { return .notFound }
         guard var record = clients[client] else { preconditionFailure("admit client \(client) first") }
         if record.lookups.count + answersQueued >= limits.pendingLookupsPerClient {

@@ -103,7 +103,18 @@ final class NameServer {
     // extensions (NameServer+Requests, NameServer+Consequences) only.
 
     /// Replaced by `reconfigure` (SIGHUP).
-    var settings: NameServerSettings
+    var settings: NameServerSettings {
+        didSet { current = Current(settings) }
+    }
+    /// `settings`, immutable in a box of its own: a request's access
+    /// decisions read `current.value` in place, where passing `settings`
+    /// copied it (retaining every closure and array in it) for each
+    /// decision, since the policy closure called might change it.
+    final class Current: Sendable {
+        let value: NameServerSettings
+        init(_ value: NameServerSettings) { self.value = value }
+    }
+    private(set) var current: Current
     let logger: Logger
     let loop: PCRunLoop
     let mode: PCRunLoop.Mode
@@ -157,6 +168,12 @@ final class NameServer {
     /// The size of the registry (names and clients) when memory was last
     /// given back to the kernel, or its peak since (`clientGone`).
     var memoryMark = 0
+    /// The name of the last LOOKUP read in place (`handleView`): the next
+    /// LOOKUP of the same bytes takes it instead of making the String again.
+    var lastLookedUp: PortName?
+    /// The fields of the last "found" reply (`found`), for the next one
+    /// of the same name and owner.
+    var lastFoundFields: FoundFields?
 
     /// The limits of the control port: small requests, no large data, few
     /// descriptors; up to 65535 components so that a LIST reply can name
@@ -179,6 +196,7 @@ final class NameServer {
         store: DeclaredPortStore? = nil, unitStarter: (any UnitStarter)? = nil
     ) throws(SystemCallError) {
         self.settings = settings
+        self.current = Current(settings)
         self.logger = logger
         self.loop = loop
         self.mode = mode
@@ -299,7 +317,9 @@ final class NameServer {
     func start() throws(PortError) {
         port.recordsPerPass = Self.controlRecordsPerPass
         port.setPacing { [unowned self] client, peer in self.pace(client, peer) }
-        port.setHandler { [unowned self] message in self.handle(message) }
+        // A view handler: a LOOKUP is read in place (`handleView`), any
+        // other request as the message a closure handler gets.
+        port.setViewHandler { [unowned self] view in self.handleView(view) }
         port.onDisconnect { [unowned self] client in self.clientGone(client) }
         port.setAdmission { [unowned self] client, peer in self.admit(client, peer) }
         try port.schedule(in: loop, forMode: mode)
@@ -422,25 +442,59 @@ final class NameServer {
         return refuse(0, .limit, exceeded.description, request: "connection", who: Who(client, peer).metadata)
     }
 
+    /// What the control port lends: a LOOKUP in its usual form is read
+    /// from the record in place (`NameServerRequest.parseLookUp`, which
+    /// answers only what `parse` would); every other record is the message
+    /// a closure handler is given (`handle`).
+    func handleView(_ view: borrowing PortMessageView) -> PCPortMessage? {
+        guard
+            let lookUp = NameServerRequest.parseLookUp(
+                view, maximumBytes: current.value.maximumRequestBytes, known: lastLookedUp)
+        else { return handle(view.copy()) }
+        lastLookedUp = lookUp.name
+        return handle(
+            (lookUp.serial, .success(.lookUp(lookUp.name, wait: lookUp.wait))), msgid: view.msgid,
+            client: view.connectionID, sender: view.sender, connector: view.connectionCredentials,
+            passedReplyPort: view.passedReplyPort, requestReplyPort: view.expectsReply ? view.replyPort : nil)
+    }
+
     /// Admits, checks and parses a request, then hands it to its handler.
     func handle(_ message: PCPortMessage) -> PCPortMessage? {
-        let msgid = message.msgid
+        let parsed = NameServerRequest.parse(
+            msgid: message.msgid, components: message.components, hasReplyPort: message.passedReplyPort != nil,
+            maximumBytes: settings.maximumRequestBytes)
+        return handle(
+            parsed, msgid: message.msgid, client: message.connectionID, sender: message.sender,
+            connector: message.connectionCredentials, passedReplyPort: message.passedReplyPort,
+            requestReplyPort: message.expectsReply ? message.replyPort : nil)
+    }
+
+    /// A request parsed (`parsed`: its serial, and the request or why it is
+    /// refused), admitted, checked and handed to its handler. `client`,
+    /// `sender`, `connector` and `passedReplyPort` are the message's
+    /// `connectionID`, `sender`, `connectionCredentials` and
+    /// `passedReplyPort`; `requestReplyPort` its `replyPort` when it is a
+    /// request (`expectsReply`), else nil.
+    private func handle(
+        _ parsed: (serial: UInt32, result: Result<NameServerRequest, NameServerRequest.Refusal>), msgid: UInt32,
+        client: ClientID?, sender: Credentials?, connector: Credentials?, passedReplyPort: SendRight?,
+        requestReplyPort: SendRight?
+    ) -> PCPortMessage? {
+        let serial = parsed.serial
         // A record queued before SO_PASSCRED was set on the listening socket
         // has no SCM_CREDENTIALS: the first request that made the service
         // manager start portd (socket activation). Whoever made the
         // connection (SO_PEERCRED) sent it then.
-        let parsed = NameServerRequest.parse(
-            msgid: msgid, components: message.components, hasReplyPort: message.passedReplyPort != nil,
-            maximumBytes: settings.maximumRequestBytes)
-        let serial = parsed.serial
-        guard let client = message.connectionID, let sender = message.sender ?? message.connectionCredentials else {
+        guard let client, let sender = sender ?? connector else {
             return reply(.error(serial: serial, .internal, "no credentials came with the request"))
         }
         // The log's metadata is made only when something is logged (a
         // dictionary of formatted strings per request showed in profiles).
         let who = Who(client, sender)
-        let anyRequest = RequestAccess.anyRequest(connectorUID: message.connectionCredentials?.uid)
-        if case .deny(let why) = anyRequest.decide(by: Caller(uid: sender.uid, groups: [sender.gid]), under: settings) {
+        // Its decision reads the sender's uid alone (no array of groups made per request).
+        let anyRequest = RequestAccess.anyRequest(connectorUID: connector?.uid)
+        let current = self.current
+        if case .deny(let why) = anyRequest.decide(by: Caller(uid: sender.uid, groups: []), under: current.value) {
             return refuse(serial, .denied, why, request: "request", who: who.metadata)
         }
         if let exceeded = registry.admit(client, uid: sender.uid) {
@@ -479,13 +533,13 @@ final class NameServer {
         if case .hello(let versions) = request {
             return hello(versions, serial: serial, client: client, who: who.metadata)
         }
-        let groups = groups(of: client, sender: sender, connector: message.connectionCredentials)
+        let groups = groups(of: client, sender: sender, connector: connector)
         let context = Context(
             serial: serial, client: client, sender: sender, caller: Caller(uid: sender.uid, groups: groups), name: request.name,
             request: request.verb)
 
         // A port portd keeps and later sends to must be the client's own.
-        if let passed = message.passedReplyPort {
+        if let passed = passedReplyPort {
             let role: String? =
                 switch request {
                 case .register: "notification port"
@@ -502,8 +556,8 @@ final class NameServer {
             return status(context)
         case .register(let name, let options):
             // Its turn was counted for whoever made the connection (`pace`).
-            charge(Self.registerTurns - 1, to: message.connectionCredentials?.uid)
-            return register(name, options, context, notifyPort: message.passedReplyPort)
+            charge(Self.registerTurns - 1, to: connector?.uid)
+            return register(name, options, context, notifyPort: passedReplyPort)
         case .release(let name):
             return release(name, context)
         case .lookUp(let name, let wait):
@@ -514,10 +568,10 @@ final class NameServer {
             // another user's port, or to the client's own control
             // connection, which portd would then hold, keeping the
             // client's names after it exits).
-            return lookUp(name, wait: wait, context, replyPort: message.expectsReply ? message.replyPort : nil)
+            return lookUp(name, wait: wait, context, replyPort: requestReplyPort)
         case .watch(let name):
             // The parser checked that the request carried the watcher's port.
-            return watch(name, context, watcherPort: message.passedReplyPort!)
+            return watch(name, context, watcherPort: passedReplyPort!)
         case .list(let after):
             return list(after: after, context)
         case .owner(let name, let from):
@@ -619,6 +673,8 @@ final class NameServer {
     /// carry its maker's groups.
     private func groups(of client: ClientID, sender: Credentials, connector: Credentials?) -> [UInt32] {
         guard let connector, connector.uid == sender.uid else { return [sender.gid] }
+        // Kept on the client: an array made per request otherwise.
+        if let known = registry.judgedGroups(of: client, gid: sender.gid) { return known }
         let supplementary: [UInt32]
         if let known = registry.supplementaryGroups(of: client) {
             supplementary = known
@@ -631,7 +687,9 @@ final class NameServer {
             }
             registry.setSupplementaryGroups(supplementary, of: client)
         }
-        return supplementary.contains(sender.gid) ? supplementary : [sender.gid] + supplementary
+        let judged = supplementary.contains(sender.gid) ? supplementary : [sender.gid] + supplementary
+        registry.setJudgedGroups(judged, gid: sender.gid, of: client)
+        return judged
     }
 
     // MARK: - Replies and refusals

@@ -56,7 +56,9 @@ package final class NameServerHarness {
     /// which the server's loop would send in the passes after it, is sent
     /// before this returns; each message is served in a pass of its own.
     package func handle(_ message: PCPortMessage) -> PCPortMessage? {
-        let reply = server.handle(message)
+        // Lent as a view, as the control port lends each record
+        // (`NameServer.handleView`: a LOOKUP is read in place).
+        let reply = PortMessageView.lend(message) { server.handleView($0) }
         server.flushFanout()
         server.passBegins()
         return reply
