@@ -18,10 +18,22 @@
 // descriptors closed. The end of the connection, or a record that is not a
 // valid port message, fails every request waiting and every later one.
 //
-// Invariants: at most one thread reads at a time (`reading`); `awaited`
-// holds the serials of requests still waiting, `arrived` only replies to
-// them; serials are never 0 (0 is portd's own: a refusal of the
-// connection, which fails everyone with its message).
+// The reader sleeps in recvmsg itself, as a C client does, not in poll
+// and then recvmsg: the socket is blocking (only this reader's receive
+// ever waits: every other send and receive on it says MSG_DONTWAIT), and
+// SO_RCVTIMEO bounds the wait well inside the reader's deadline (the
+// kernel may fire it an eighth late, on its timer wheel), set once and
+// kept while it fits (see `receiveWait`). When it passes, the reader looks
+// at its deadline again; the last stretch before a deadline, and any
+// deadline too close for that, is waited for in poll as before. So a
+// request waits no longer than it did, and a request after another makes
+// two system calls: sendmsg and recvmsg.
+//
+// Invariants: at most one thread reads at a time (`reading`); `pending`
+// holds the serials of requests still waiting (a few: one per waiting
+// thread, so a list, searched from the front), and a reply only for them;
+// serials are never 0 (0 is portd's own: a refusal of the connection,
+// which fails everyone with its message).
 
 import PortMessaging
 import PortNameProtocol
@@ -29,25 +41,63 @@ import PortSystem
 import PortWire
 
 final class ControlChannel: @unchecked Sendable {
-    // Safe to share: `right` is itself thread-safe; the transports are used
-    // only with `sendLock` held (sending) or by the one reading thread
-    // (`reading`, under `condition`'s mutex); every other field is read and
-    // written only with `condition`'s mutex held.
+    // Safe to share: `right` is itself thread-safe; the transports and
+    // `scratch` are used only with `sendLock` held (sending) or by the one
+    // reading thread (`reading`, under `condition`'s mutex; so is
+    // `armedReceiveTimeout`); every other field is read and written only
+    // with `condition`'s mutex held. Those locks are what keeps accesses
+    // apart, so the fields touched per request skip the runtime's dynamic
+    // exclusivity check (@exclusivity(unchecked)): no two can overlap.
     let right: SendRight
     private let sendLock = Lock()
     private let sendTransport: MessageTransport
     private let receiveTransport: MessageTransport
     private let condition = Condition()
-    private var nextSerial: UInt32 = 1
-    private var awaited: Set<UInt32> = []
-    private var arrived: [UInt32: PCPortMessage] = [:]
-    private var reading = false
-    private var failure: NameServerError?
+    @exclusivity(unchecked) private var nextSerial: UInt32 = 1
+    /// A request waiting, and its reply once filed.
+    private struct Pending {
+        var serial: UInt32
+        var reply: PCPortMessage?
+    }
+    @exclusivity(unchecked) private var pending: [Pending] = []
+    @exclusivity(unchecked) private var reading = false
+    @exclusivity(unchecked) private var failure: NameServerError?
+    /// The reading thread's: SO_RCVTIMEO as it set it last, in
+    /// nanoseconds (nil: never).
+    @exclusivity(unchecked) private var armedReceiveTimeout: Int64?
+    /// `sendLock`'s: the components of the last request, whose arrays the
+    /// next one is written into (once the transport let go of them).
+    @exclusivity(unchecked) private var scratch: [PCPortMessage.Component] = []
 
+    /// `right`'s socket is blocking (PortNameServer.connect): the reader
+    /// sleeps in recvmsg.
     init(right: SendRight, limits: PortLimits) {
         self.right = right
         sendTransport = MessageTransport(limits: limits)
         receiveTransport = MessageTransport(limits: limits)
+    }
+
+    /// Mutex held: `serial` is awaited.
+    private func awaitLocked(_ serial: UInt32) {
+        pending.append(Pending(serial: serial))
+    }
+
+    /// Mutex held: `serial`'s reply when it came (no longer awaited then).
+    private func takeReplyLocked(_ serial: UInt32) -> PCPortMessage? {
+        for i in pending.indices where pending[i].serial == serial {
+            guard let reply = pending[i].reply else { return nil }
+            pending.remove(at: i)
+            return reply
+        }
+        return nil
+    }
+
+    /// Mutex held: `serial` is no longer awaited (its reply, if filed, dropped).
+    private func leaveLocked(_ serial: UInt32) {
+        for i in pending.indices where pending[i].serial == serial {
+            pending.remove(at: i)
+            return
+        }
     }
 
     /// A serial for a request (never 0). Mutex held.
@@ -64,7 +114,7 @@ final class ControlChannel: @unchecked Sendable {
         case done(NameServerHello)
     }
 
-    private var greeting = Greeting.none
+    @exclusivity(unchecked) private var greeting = Greeting.none
 
     enum Outcome {
         case reply(PCPortMessage)
@@ -74,21 +124,30 @@ final class ControlChannel: @unchecked Sendable {
         case receiveTimedOut
     }
 
+    /// What a request says after its serial.
+    enum Body {
+        /// These fields, in order.
+        case fields([NameServerField])
+        /// LOOKUP's: "name=NAME", then "wait_ms=N" when given: the bytes
+        /// `.fields` of those two would make, without the array.
+        case lookup(name: String, waitMilliseconds: Int?)
+    }
+
     /// portd's answer to HELLO, saying HELLO now if no request did yet;
     /// nil when it did not come within `timeout`.
     func hello(timeout: Duration) throws(NameServerError) -> NameServerHello? {
         if case .done(let h) = condition.withLock({ greeting }) { return h }
-        _ = try request(nil, [], replyPort: nil, sendTimeout: timeout, receiveTimeout: timeout)
+        _ = try request(nil, .fields([]), replyPort: nil, sendTimeout: timeout, receiveTimeout: timeout)
         if case .done(let h) = condition.withLock({ greeting }) { return h }
         return nil
     }
 
-    /// Sends request `msgid` ("serial=N", then `fields`; HELLO first when
+    /// Sends request `msgid` ("serial=N", then `body`; HELLO first when
     /// this is the connection's first request) and waits up to
     /// `receiveTimeout` for the reply that echoes its serial. `msgid` nil:
     /// HELLO alone.
     func request(
-        _ msgid: UInt32?, _ fields: [NameServerField], replyPort: SendRight?, sendTimeout: Duration,
+        _ msgid: UInt32?, _ body: Body, replyPort: SendRight?, sendTimeout: Duration,
         receiveTimeout: Duration
     ) throws(NameServerError) -> Outcome {
         typealias F = NameServerProtocol.Field
@@ -100,12 +159,12 @@ final class ControlChannel: @unchecked Sendable {
             if case .none = greeting {
                 let s = makeSerialLocked()
                 greeting = .sent(serial: s)
-                awaited.insert(s)
+                awaitLocked(s)
                 helloSerial = s
             }
             guard msgid != nil else { return (helloSerial, nil) }
             let serial = makeSerialLocked()
-            awaited.insert(serial)
+            awaitLocked(serial)
             return (helloSerial, serial)
         }
         let deadline = MonotonicInstant.now() + sendTimeout
@@ -122,10 +181,13 @@ final class ControlChannel: @unchecked Sendable {
                     if r == .timedOut { return r }
                 }
                 guard let msgid, let serial else { return .sent }
-                var message = PCPortMessage(request: msgid, serial: serial, fields)
+                var message = PCPortMessage(
+                    msgid: msgid, components: Self.requestComponents(serial: serial, body, scratch: &scratch))
                 message.replyPort = replyPort
-                return try sendTransport.send(
+                let r = try sendTransport.send(
                     message, on: connection.descriptor, replyPort: replyPort, replyExpected: true, before: deadline)
+                message.components = []  // `scratch` is the one reference left: reused in place next time
+                return r
             }
         } catch {
             if let serial { forget(serial) }
@@ -144,8 +206,7 @@ final class ControlChannel: @unchecked Sendable {
     /// Mutex held: takes HELLO's answer if it came; throws (and fails the
     /// connection) when it is a refusal.
     private func settleGreetingLocked() throws(NameServerError) {
-        guard case .sent(let s) = greeting, let record = arrived.removeValue(forKey: s) else { return }
-        awaited.remove(s)
+        guard case .sent(let s) = greeting, let record = takeReplyLocked(s) else { return }
         do throws(NameServerError) {
             let reply = try NameServerReply(record)
             if reply.isError { throw reply.unexpected(for: "HELLO") }
@@ -159,8 +220,7 @@ final class ControlChannel: @unchecked Sendable {
 
     private func forget(_ serial: UInt32) {
         condition.withLock {
-            awaited.remove(serial)
-            arrived[serial] = nil
+            leaveLocked(serial)
         }
     }
 
@@ -179,7 +239,7 @@ final class ControlChannel: @unchecked Sendable {
     private func awaitReply(_ serial: UInt32?, until deadline: MonotonicInstant) throws(NameServerError) -> Outcome {
         while true {
             let turn: Turn = condition.withLock {
-                func leave() { if let serial { awaited.remove(serial) } }
+                func leave() { if let serial { leaveLocked(serial) } }
                 while true {
                     do throws(NameServerError) {
                         try settleGreetingLocked()
@@ -187,8 +247,7 @@ final class ControlChannel: @unchecked Sendable {
                         leave()
                         return .failed(error)
                     }
-                    if let serial, let reply = arrived.removeValue(forKey: serial) {
-                        awaited.remove(serial)
+                    if let serial, let reply = takeReplyLocked(serial) {
                         return .done(reply)
                     }
                     if serial == nil, case .done = greeting { return .greeted }
@@ -224,15 +283,25 @@ final class ControlChannel: @unchecked Sendable {
         var ended: NameServerError?
         if let connection = right.currentConnection() {
             do {
-                let remaining = deadline - .now()
-                let ready = try Poll.wait(
-                    connection.descriptor, for: .readable, timeout: remaining < .zero ? .zero : remaining)
-                if !ready.isEmpty {
-                    switch try receiveTransport.receive(on: connection.descriptor) {
-                    case .message(let m, _): record = m
-                    case .wouldBlock: break
-                    case .closed: ended = .connectionLost
+                // Both below 2^63 (distantFuture is half of UInt64's range).
+                let remaining = Int64(bitPattern: deadline.nanoseconds &- MonotonicInstant.now().nanoseconds)
+                let received: MessageTransport.Received
+                if let wait = receiveWait(remaining) {
+                    // Asleep in recvmsg until a record or `wait` (see the top).
+                    if armedReceiveTimeout != wait {
+                        try LocalSocket.setReceiveTimeout(connection.descriptor, .nanoseconds(wait))
+                        armedReceiveTimeout = wait
                     }
+                    received = try receiveTransport.receive(on: connection.descriptor, waiting: true)
+                } else {
+                    let ready = try Poll.wait(
+                        connection.descriptor, for: .readable, timeout: .nanoseconds(max(0, remaining)))
+                    received = ready.isEmpty ? .wouldBlock : try receiveTransport.receive(on: connection.descriptor)
+                }
+                switch received {
+                case .message(let m, _): record = m
+                case .wouldBlock: break
+                case .closed: ended = .connectionLost
                 }
             } catch let error as PortError {
                 ended = .transport(error)
@@ -250,12 +319,35 @@ final class ControlChannel: @unchecked Sendable {
         condition.broadcast()
     }
 
+    /// How long the reader may sleep in recvmsg with `remaining` left
+    /// before its deadline (SO_RCVTIMEO), or nil: too little left, wait in
+    /// poll. The kernel may end that sleep up to an eighth of it plus two
+    /// jiffies late (its timer wheel), so it asks for at most three
+    /// quarters of what is left less 20 ms, which ends inside the deadline
+    /// at any HZ from 100. The timeout already set is kept while it fits
+    /// and is not much shorter than that (a setsockopt saved per request:
+    /// requests of one timeout all fit the first one's); a new one is
+    /// rounded down (to 250 ms from a second on, else to 10 ms) so that
+    /// the next requests fit it too.
+    /// In nanoseconds (Duration's arithmetic is on 128 bits: 400
+    /// instructions here).
+    private func receiveWait(_ remaining: Int64) -> Int64? {
+        let usable = (remaining - Self.receiveTimeoutMargin) / 4 * 3
+        guard usable >= Self.shortestReceiveTimeout else { return nil }
+        if let armed = armedReceiveTimeout, armed <= usable, armed >= Self.second || armed * 4 >= usable { return armed }
+        let grain: Int64 = usable >= Self.second ? 250_000_000 : 10_000_000
+        return usable - usable % grain
+    }
+
+    private static let second: Int64 = 1_000_000_000
+    private static let receiveTimeoutMargin: Int64 = 20_000_000
+    /// Below this, the reader polls: a last stretch this short costs no more
+    /// in poll, and waits to the millisecond.
+    private static let shortestReceiveTimeout: Int64 = 50_000_000
+
     /// Mutex held: files a record under its serial, or drops it.
     private func file(_ record: PCPortMessage) {
-        let serial = record.components.first?.string.flatMap(NameServerField.init(text:)).flatMap {
-            $0.key == NameServerProtocol.Field.serial ? UInt32($0.value) : nil
-        }
-        guard let serial else {
+        guard let serial = Self.serial(of: record) else {
             failure = .protocolError("a record without serial=N on the control connection (msgid \(record.msgid))")
             return
         }
@@ -265,7 +357,88 @@ final class ControlChannel: @unchecked Sendable {
             failure = reply?.failure ?? .connectionLost
             return
         }
-        if awaited.contains(serial) { arrived[serial] = record }
+        for i in pending.indices where pending[i].serial == serial {
+            pending[i].reply = record
+            return
+        }
         // Otherwise the reply to a request that gave up waiting: dropped.
+    }
+
+    /// The serial of a record whose first component is "serial=N", read
+    /// from its bytes in place (what taking it as text, then as a field,
+    /// then `UInt32(value)` answers: ControlChannelTests).
+    static func serial(of record: PCPortMessage) -> UInt32? {
+        guard let first = record.components.first else { return nil }
+        func read(_ bytes: UnsafeRawBufferPointer) -> UInt32? {
+            guard let (key, value) = NameServerProtocol.field(bytes),
+                NameServerProtocol.equals(key, NameServerProtocol.Field.serial)
+            else { return nil }
+            return NameServerProtocol.integer(value, as: UInt32.self)
+        }
+        switch first {
+        case .data(let b): return b.withUnsafeBytes(read)
+        case .sharedMemory(let m): return m.withUnsafeBytes(read)
+        case .port: return nil
+        }
+    }
+
+    /// The components of request `serial` with `body` (the bytes
+    /// `PCPortMessage(request:serial:_:)` makes of its fields:
+    /// LookupReplyTests), written into `scratch`'s arrays, each reused in
+    /// place when the last message built on them is gone, as it is after
+    /// its send. The channel's `scratch` is `sendLock`'s.
+    static func requestComponents(
+        serial: UInt32, _ body: Body, scratch: inout [PCPortMessage.Component]
+    ) -> [PCPortMessage.Component] {
+        typealias F = NameServerProtocol.Field
+        var n = 0
+        func component(_ write: (inout [UInt8]) -> Void) {
+            var bytes: [UInt8] = []
+            if n < scratch.count {
+                if case .data(let b) = scratch[n] { bytes = b }
+                scratch[n] = .data([])  // `bytes` the only reference now
+            }
+            bytes.removeAll(keepingCapacity: true)
+            write(&bytes)
+            if n < scratch.count { scratch[n] = .data(bytes) } else { scratch.append(.data(bytes)) }
+            n += 1
+        }
+        func field(_ key: String, _ write: (inout [UInt8]) -> Void) {
+            component { b in
+                b.append(contentsOf: key.utf8)
+                b.append(UInt8(ascii: "="))
+                write(&b)
+            }
+        }
+        field(F.serial) { Self.appendDecimal(UInt64(serial), to: &$0) }
+        switch body {
+        case .fields(let fields):
+            for f in fields { field(f.key) { $0.append(contentsOf: f.value.utf8) } }
+        case .lookup(let name, let waitMilliseconds):
+            field(F.name) { $0.append(contentsOf: name.utf8) }
+            if let waitMilliseconds {
+                field(F.waitMilliseconds) { b in
+                    if waitMilliseconds < 0 { b.append(UInt8(ascii: "-")) }
+                    Self.appendDecimal(UInt64(waitMilliseconds.magnitude), to: &b)
+                }
+            }
+        }
+        if scratch.count > n { scratch.removeLast(scratch.count - n) }
+        return scratch
+    }
+
+    /// Appends `value` in decimal (what `String(value)` spells).
+    private static func appendDecimal(_ value: UInt64, to bytes: inout [UInt8]) {
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 20 digits at most, written from the end
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            var v = value
+            var i = buffer.count
+            repeat {
+                i -= 1
+                buffer[i] = UInt8(ascii: "0") + UInt8(v % 10)
+                v /= 10
+            } while v > 0
+            bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[i...]))
+        }
     }
 }
