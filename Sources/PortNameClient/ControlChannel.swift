@@ -57,7 +57,17 @@ final class ControlChannel: @unchecked Sendable {
     /// A request waiting, and its reply once filed.
     private struct Pending {
         var serial: UInt32
-        var reply: PCPortMessage?
+        /// A LOOKUP: its reply is read in place when it is a plain one.
+        var lookup = false
+        var reply: Reply?
+    }
+
+    /// A reply as filed: the message, or a LOOKUP's outcome read in place
+    /// from the receive buffer (PortNameServer.lookupOutcomeInPlace), so
+    /// that no message is made of it.
+    enum Reply {
+        case message(PCPortMessage)
+        case lookup(LookupOutcome)
     }
     @exclusivity(unchecked) private var pending: [Pending] = []
     @exclusivity(unchecked) private var reading = false
@@ -69,24 +79,32 @@ final class ControlChannel: @unchecked Sendable {
     /// next one is written into (once the transport let go of them).
     @exclusivity(unchecked) private var scratch: [PCPortMessage.Component] = []
 
+    /// The client's timeout, and in nanoseconds: most requests wait by
+    /// it, and Duration's conversion is a 128-bit division.
+    private let usualTimeout: Duration
+    private let usualTimeoutNanoseconds: Int64
+
     /// `right`'s socket is blocking (PortNameServer.connect): the reader
-    /// sleeps in recvmsg.
-    init(right: SendRight, limits: PortLimits) {
+    /// sleeps in recvmsg. `timeout`: the one most requests give.
+    init(right: SendRight, limits: PortLimits, timeout: Duration) {
         self.right = right
+        usualTimeout = timeout
+        usualTimeoutNanoseconds = timeout.nanosecondsClamped
         sendTransport = MessageTransport(limits: limits)
         receiveTransport = MessageTransport(limits: limits)
     }
 
     /// Mutex held: `serial` is awaited.
-    private func awaitLocked(_ serial: UInt32) {
-        pending.append(Pending(serial: serial))
+    private func awaitLocked(_ serial: UInt32, lookup: Bool = false) {
+        pending.append(Pending(serial: serial, lookup: lookup))
     }
 
     /// Mutex held: `serial`'s reply when it came (no longer awaited then).
-    private func takeReplyLocked(_ serial: UInt32) -> PCPortMessage? {
+    private func takeReplyLocked(_ serial: UInt32) -> Reply? {
         for i in pending.indices where pending[i].serial == serial {
-            guard let reply = pending[i].reply else { return nil }
-            pending.remove(at: i)
+            guard let reply = pending[i].reply.take() else { return nil }
+            pending.swapAt(i, pending.count - 1)  // the order of `pending` does not matter
+            pending.removeLast()
             return reply
         }
         return nil
@@ -95,7 +113,8 @@ final class ControlChannel: @unchecked Sendable {
     /// Mutex held: `serial` is no longer awaited (its reply, if filed, dropped).
     private func leaveLocked(_ serial: UInt32) {
         for i in pending.indices where pending[i].serial == serial {
-            pending.remove(at: i)
+            pending.swapAt(i, pending.count - 1)
+            pending.removeLast()
             return
         }
     }
@@ -117,7 +136,7 @@ final class ControlChannel: @unchecked Sendable {
     @exclusivity(unchecked) private var greeting = Greeting.none
 
     enum Outcome {
-        case reply(PCPortMessage)
+        case reply(Reply)
         /// HELLO alone was answered (`hello(timeout:)`).
         case greeted
         case sendTimedOut
@@ -164,10 +183,10 @@ final class ControlChannel: @unchecked Sendable {
             }
             guard msgid != nil else { return (helloSerial, nil) }
             let serial = makeSerialLocked()
-            awaitLocked(serial)
+            if case .lookup = body { awaitLocked(serial, lookup: true) } else { awaitLocked(serial) }
             return (helloSerial, serial)
         }
-        let deadline = MonotonicInstant.now() + sendTimeout
+        let deadline = after(sendTimeout)
         let sent: SendResult
         do {
             sent = try sendLock.withLock { () throws(PortError) -> SendResult in
@@ -200,13 +219,21 @@ final class ControlChannel: @unchecked Sendable {
         }
         // .sent or .receiverGone: a gone portd may have left a record (a
         // refusal of the connection); reading finds it, then the end.
-        return try awaitReply(serial, until: .now() + receiveTimeout)
+        return try awaitReply(serial, until: after(receiveTimeout))
+    }
+
+    /// `.now() + timeout`, without converting the usual timeout again.
+    private func after(_ timeout: Duration) -> MonotonicInstant {
+        guard timeout == usualTimeout, usualTimeoutNanoseconds >= 0 else { return .now() + timeout }
+        let now = MonotonicInstant.now().nanoseconds
+        return MonotonicInstant(
+            nanoseconds: min(now &+ UInt64(usualTimeoutNanoseconds), MonotonicInstant.distantFuture.nanoseconds))
     }
 
     /// Mutex held: takes HELLO's answer if it came; throws (and fails the
     /// connection) when it is a refusal.
     private func settleGreetingLocked() throws(NameServerError) {
-        guard case .sent(let s) = greeting, let record = takeReplyLocked(s) else { return }
+        guard case .sent(let s) = greeting, case .message(let record)? = takeReplyLocked(s) else { return }
         do throws(NameServerError) {
             let reply = try NameServerReply(record)
             if reply.isError { throw reply.unexpected(for: "HELLO") }
@@ -225,7 +252,7 @@ final class ControlChannel: @unchecked Sendable {
     }
 
     private enum Turn {
-        case done(PCPortMessage)
+        case done(Reply)
         case greeted
         case failed(NameServerError)
         case timedOut
@@ -277,31 +304,34 @@ final class ControlChannel: @unchecked Sendable {
     }
 
     /// The reading thread's turn: waits until a record comes or `deadline`,
-    /// reads it, files it, and hands the turn back.
+    /// reads it, files it, and hands the turn back. The record is lent as
+    /// a view of the receive buffer: a plain reply to a LOOKUP is read
+    /// there, any other becomes a message (`copy()`, what `receive` makes).
     private func readOne(until deadline: MonotonicInstant) {
-        var record: PCPortMessage?
         var ended: NameServerError?
         if let connection = right.currentConnection() {
             do {
                 // Both below 2^63 (distantFuture is half of UInt64's range).
                 let remaining = Int64(bitPattern: deadline.nanoseconds &- MonotonicInstant.now().nanoseconds)
-                let received: MessageTransport.Received
+                var waiting = false
+                var ready = true
                 if let wait = receiveWait(remaining) {
                     // Asleep in recvmsg until a record or `wait` (see the top).
                     if armedReceiveTimeout != wait {
                         try LocalSocket.setReceiveTimeout(connection.descriptor, .nanoseconds(wait))
                         armedReceiveTimeout = wait
                     }
-                    received = try receiveTransport.receive(on: connection.descriptor, waiting: true)
+                    waiting = true
                 } else {
-                    let ready = try Poll.wait(
-                        connection.descriptor, for: .readable, timeout: .nanoseconds(max(0, remaining)))
-                    received = ready.isEmpty ? .wouldBlock : try receiveTransport.receive(on: connection.descriptor)
+                    ready = try !Poll.wait(
+                        connection.descriptor, for: .readable, timeout: .nanoseconds(max(0, remaining))
+                    ).isEmpty
                 }
-                switch received {
-                case .message(let m, _): record = m
-                case .wouldBlock: break
-                case .closed: ended = .connectionLost
+                if ready {
+                    let received = try receiveTransport.receiveView(on: connection.descriptor, waiting: waiting) {
+                        view, _ in file(view)
+                    }
+                    if case .closed = received { ended = .connectionLost }
                 }
             } catch let error as PortError {
                 ended = .transport(error)
@@ -314,9 +344,30 @@ final class ControlChannel: @unchecked Sendable {
         condition.withLock {
             reading = false
             if let ended, failure == nil { failure = ended }
-            if let record { file(record) }
         }
         condition.broadcast()
+    }
+
+    /// Files the record `view` under its serial (the reader's, before it
+    /// hands its turn back): a plain reply to a LOOKUP read in place, with
+    /// the mutex held (a few hundred instructions, no allocation), any
+    /// other record copied out into a message first, without it.
+    private func file(_ view: borrowing PortMessageView) {
+        let serial = Self.serial(of: view)
+        if let serial, serial != 0 {
+            let filed = condition.withLock { () -> Bool in
+                for i in pending.indices where pending[i].serial == serial {
+                    guard pending[i].lookup, let outcome = PortNameServer.lookupOutcomeInPlace(view, serialRead: true)
+                    else { return false }
+                    pending[i].reply = .lookup(outcome)
+                    return true
+                }
+                return true  // a reply to a request that gave up waiting: dropped
+            }
+            if filed { return }
+        }
+        let message = view.copy()
+        condition.withLock { file(serial, msgid: view.msgid, .message(message)) }
     }
 
     /// How long the reader may sleep in recvmsg with `remaining` left
@@ -346,19 +397,20 @@ final class ControlChannel: @unchecked Sendable {
     private static let shortestReceiveTimeout: Int64 = 50_000_000
 
     /// Mutex held: files a record under its serial, or drops it.
-    private func file(_ record: PCPortMessage) {
-        guard let serial = Self.serial(of: record) else {
-            failure = .protocolError("a record without serial=N on the control connection (msgid \(record.msgid))")
+    private func file(_ serial: UInt32?, msgid: UInt32, _ reply: Reply) {
+        guard let serial else {
+            failure = .protocolError("a record without serial=N on the control connection (msgid \(msgid))")
             return
         }
         if serial == 0 {
             // portd's own: the connection is refused (a limit), then closed.
+            guard case .message(let record) = reply else { return }  // `take` reads none in place
             let reply = try? NameServerReply(record)
             failure = reply?.failure ?? .connectionLost
             return
         }
         for i in pending.indices where pending[i].serial == serial {
-            pending[i].reply = record
+            pending[i].reply = reply
             return
         }
         // Otherwise the reply to a request that gave up waiting: dropped.
@@ -366,20 +418,13 @@ final class ControlChannel: @unchecked Sendable {
 
     /// The serial of a record whose first component is "serial=N", read
     /// from its bytes in place (what taking it as text, then as a field,
-    /// then `UInt32(value)` answers: ControlChannelTests).
-    static func serial(of record: PCPortMessage) -> UInt32? {
-        guard let first = record.components.first else { return nil }
-        func read(_ bytes: UnsafeRawBufferPointer) -> UInt32? {
-            guard let (key, value) = NameServerProtocol.field(bytes),
-                NameServerProtocol.equals(key, NameServerProtocol.Field.serial)
-            else { return nil }
-            return NameServerProtocol.integer(value, as: UInt32.self)
-        }
-        switch first {
-        case .data(let b): return b.withUnsafeBytes(read)
-        case .sharedMemory(let m): return m.withUnsafeBytes(read)
-        case .port: return nil
-        }
+    /// then `UInt32(value)` answers: LookupReplyTests).
+    static func serial(of record: borrowing PortMessageView) -> UInt32? {
+        guard record.componentCount > 0, let bytes = record.unsafeBytes(ofComponent: 0),
+            let (key, value) = NameServerProtocol.field(bytes),
+            NameServerProtocol.equals(key, NameServerProtocol.Field.serial)
+        else { return nil }
+        return NameServerProtocol.integer(value, as: UInt32.self)
     }
 
     /// The components of request `serial` with `body` (the bytes
@@ -392,39 +437,58 @@ final class ControlChannel: @unchecked Sendable {
     ) -> [PCPortMessage.Component] {
         typealias F = NameServerProtocol.Field
         var n = 0
-        func component(_ write: (inout [UInt8]) -> Void) {
+        // Component n's array, emptied with its capacity (moved out of
+        // `scratch`, so that it is the only reference and is written in place).
+        func take() -> [UInt8] {
+            guard n < scratch.count else { return [] }
             var bytes: [UInt8] = []
-            if n < scratch.count {
-                if case .data(let b) = scratch[n] { bytes = b }
-                scratch[n] = .data([])  // `bytes` the only reference now
-            }
+            if case .data(let b) = scratch[n] { bytes = b }
+            scratch[n] = .data([])
             bytes.removeAll(keepingCapacity: true)
-            write(&bytes)
+            return bytes
+        }
+        func put(_ bytes: consuming [UInt8]) {
             if n < scratch.count { scratch[n] = .data(bytes) } else { scratch.append(.data(bytes)) }
             n += 1
         }
-        func field(_ key: String, _ write: (inout [UInt8]) -> Void) {
-            component { b in
-                b.append(contentsOf: key.utf8)
-                b.append(UInt8(ascii: "="))
-                write(&b)
-            }
-        }
-        field(F.serial) { Self.appendDecimal(UInt64(serial), to: &$0) }
+        var b = take()
+        Self.append(F.serial, to: &b)
+        b.append(UInt8(ascii: "="))
+        Self.appendDecimal(UInt64(serial), to: &b)
+        put(b)
         switch body {
         case .fields(let fields):
-            for f in fields { field(f.key) { $0.append(contentsOf: f.value.utf8) } }
+            for f in fields {
+                b = take()
+                Self.append(f.key, to: &b)
+                b.append(UInt8(ascii: "="))
+                Self.append(f.value, to: &b)
+                put(b)
+            }
         case .lookup(let name, let waitMilliseconds):
-            field(F.name) { $0.append(contentsOf: name.utf8) }
+            b = take()
+            Self.append(F.name, to: &b)
+            b.append(UInt8(ascii: "="))
+            Self.append(name, to: &b)
+            put(b)
             if let waitMilliseconds {
-                field(F.waitMilliseconds) { b in
-                    if waitMilliseconds < 0 { b.append(UInt8(ascii: "-")) }
-                    Self.appendDecimal(UInt64(waitMilliseconds.magnitude), to: &b)
-                }
+                b = take()
+                Self.append(F.waitMilliseconds, to: &b)
+                b.append(UInt8(ascii: "="))
+                if waitMilliseconds < 0 { b.append(UInt8(ascii: "-")) }
+                Self.appendDecimal(UInt64(waitMilliseconds.magnitude), to: &b)
+                put(b)
             }
         }
         if scratch.count > n { scratch.removeLast(scratch.count - n) }
         return scratch
+    }
+
+    /// Appends `text`'s UTF-8 in one copy (stepping its UTF-8 view costs
+    /// several times more).
+    private static func append(_ text: String, to bytes: inout [UInt8]) {
+        var text = text
+        text.withUTF8 { bytes.append(contentsOf: $0) }
     }
 
     /// Appends `value` in decimal (what `String(value)` spells).

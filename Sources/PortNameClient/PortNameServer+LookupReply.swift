@@ -1,9 +1,10 @@
-// PortNameServer+LookupReply: a LOOKUP's reply read from the message's
-// bytes in place, the path every uncached lookup takes: no text per
-// field, no array of fields, no generic record.
+// PortNameServer+LookupReply: a LOOKUP's reply read in place, from the
+// control channel's receive buffer (a PortMessageView), the path every
+// uncached lookup takes: no message, no text per field, no array of
+// fields, no generic record.
 //
-// Invariants: it answers only for a reply the general parser
-// (`NameServerReply(message)`, then `lookupOutcome(_:)`) accepts with the
+// Invariants: it answers only for a reply the general parser (the view's
+// `copy()`, `NameServerReply(_:)`, then `lookupOutcome(_:)`) accepts with the
 // same outcome, and only for the three common ones: "found" (a REPLY with
 // a port and an owner=), "not-found", "timeout". Anything else, or
 // anything unusual (a component that is not ASCII, shared memory, a
@@ -18,7 +19,11 @@ import PortWire
 extension PortNameServer {
     /// The outcome of the LOOKUP reply `message` when it is a plain one,
     /// read in place; nil to leave it to the general parser.
-    static func lookupOutcomeInPlace(_ message: PCPortMessage) -> LookupOutcome? {
+    ///
+    /// `serialRead`: the caller read component 0 as "serial=N" already
+    /// (ControlChannel.serial(of:), as the control channel does before it
+    /// files a reply), so it is not read again.
+    static func lookupOutcomeInPlace(_ message: borrowing PortMessageView, serialRead: Bool = false) -> LookupOutcome? {
         typealias F = NameServerProtocol.Field
         let isError: Bool
         switch message.msgid {
@@ -26,43 +31,41 @@ extension PortNameServer {
         case NameServerProtocol.MessageID.error: isError = true
         default: return nil
         }
+        let count = message.componentCount
+        guard count > 0, message.kind(ofComponent: 0) == .data else { return nil }  // serial=N first
         var port: SendRight?
         var owner: NameOwner.Process?
         var sawOwner = false
         var errorWord: LookupOutcome?
         var sawError = false
-        var index = 0
-        for component in message.components {
-            defer { index += 1 }
-            switch component {
-            case .port(let right):
-                if port == nil { port = right }
-            case .data(let bytes):
+        for index in (serialRead ? 1 : 0)..<count {
+            switch message.kind(ofComponent: index) {
+            case .port:
+                if port == nil { port = message.sendRight(ofComponent: index) }
+            case .data:
                 guard port == nil else { return nil }  // a field after a port
-                let ok = bytes.withUnsafeBytes { (b) -> Bool in
-                    guard NameServerProtocol.isASCII(b), let (key, value) = NameServerProtocol.field(b) else { return false }
-                    if index == 0 {
-                        return NameServerProtocol.equals(key, F.serial) && NameServerProtocol.integer(value, as: UInt32.self) != nil
+                // Valid while `message` is borrowed, as here.
+                guard let b = message.unsafeBytes(ofComponent: index), NameServerProtocol.isASCII(b),
+                    let (key, value) = NameServerProtocol.field(b)
+                else { return nil }
+                if index == 0 {
+                    guard NameServerProtocol.equals(key, F.serial), NameServerProtocol.integer(value, as: UInt32.self) != nil
+                    else { return nil }
+                } else if !isError, !sawOwner, NameServerProtocol.equals(key, F.owner) {
+                    sawOwner = true
+                    owner = NameOwner.Process(encodedBytes: value)
+                } else if isError, !sawError, NameServerProtocol.equals(key, F.error) {
+                    sawError = true
+                    if NameServerProtocol.equals(value, NameServerProtocol.ErrorWord.notFound.rawValue) {
+                        errorWord = .notFound
+                    } else if NameServerProtocol.equals(value, NameServerProtocol.ErrorWord.timeout.rawValue) {
+                        errorWord = .timedOut
                     }
-                    if !isError, !sawOwner, NameServerProtocol.equals(key, F.owner) {
-                        sawOwner = true
-                        owner = NameOwner.Process(encodedBytes: value)
-                    } else if isError, !sawError, NameServerProtocol.equals(key, F.error) {
-                        sawError = true
-                        if NameServerProtocol.equals(value, NameServerProtocol.ErrorWord.notFound.rawValue) {
-                            errorWord = .notFound
-                        } else if NameServerProtocol.equals(value, NameServerProtocol.ErrorWord.timeout.rawValue) {
-                            errorWord = .timedOut
-                        }
-                    }
-                    return true
                 }
-                guard ok else { return nil }
             case .sharedMemory:
                 return nil
             }
         }
-        guard index > 0, case .data = message.components[0] else { return nil }  // no serial=N first
         if isError { return errorWord }
         guard let port, let owner else { return nil }
         return .found(port, owner: owner)

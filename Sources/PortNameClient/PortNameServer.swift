@@ -132,7 +132,7 @@ public final class PortNameServer: Sendable {
             right.invalidate()
             throw error
         }
-        return Connection(channel: ControlChannel(right: right, limits: limits))
+        return Connection(channel: ControlChannel(right: right, limits: limits, timeout: timeout))
     }
 
     /// Connects to the portd this process's environment names: PORTD_SOCKET,
@@ -249,16 +249,18 @@ public final class PortNameServer: Sendable {
         _ msgid: UInt32, _ fields: [NameServerField], replyPort: SendRight? = nil, what: @autoclosure () -> String,
         receiveTimeout: Duration? = nil
     ) throws(NameServerError) -> NameServerReply<SendRight> {
-        try NameServerReply(
-            exchangeMessage(msgid, .fields(fields), replyPort: replyPort, what: what(), receiveTimeout: receiveTimeout))
+        switch try exchangeReply(msgid, .fields(fields), replyPort: replyPort, what: what(), receiveTimeout: receiveTimeout) {
+        case .message(let message): return try NameServerReply(message)
+        case .lookup: preconditionFailure("only a LOOKUP's reply is read in place")
+        }
     }
 
-    /// `exchange`'s message, before it is taken apart. `what` (for the
+    /// `exchange`'s reply, before it is taken apart. `what` (for the
     /// error messages) is made only when one is thrown.
-    func exchangeMessage(
+    func exchangeReply(
         _ msgid: UInt32, _ body: ControlChannel.Body, replyPort: SendRight? = nil, what: @autoclosure () -> String,
         receiveTimeout: Duration? = nil
-    ) throws(NameServerError) -> PCPortMessage {
+    ) throws(NameServerError) -> ControlChannel.Reply {
         let channel = connection.withLockAnnotated { $0.channel }
         let receiveTimeout = receiveTimeout ?? timeout
         switch try channel.request(msgid, body, replyPort: replyPort, sendTimeout: timeout, receiveTimeout: receiveTimeout) {
@@ -520,18 +522,16 @@ public final class PortNameServer: Sendable {
             waitMilliseconds = Int(max(1, (wait.nanosecondsClamped + 999_999) / 1_000_000))
             receiveTimeout = wait + timeout
         }
-        let message = try exchangeMessage(
+        // A plain "found", "not-found" or "timeout" is read in place from
+        // the receive buffer (ControlChannel, `lookupOutcomeInPlace`); any
+        // other reply is taken apart as every reply is.
+        switch try exchangeReply(
             NameServerProtocol.MessageID.lookup, .lookup(name: name, waitMilliseconds: waitMilliseconds),
             what: "LOOKUP \(name)", receiveTimeout: receiveTimeout)
-        return try Self.lookupOutcome(message)
-    }
-
-    /// The outcome a LOOKUP reply stands for: read from its bytes in
-    /// place when it is a plain "found", "not-found" or "timeout"
-    /// (`lookupOutcomeInPlace`), otherwise taken apart as any reply.
-    static func lookupOutcome(_ message: PCPortMessage) throws(NameServerError) -> LookupOutcome {
-        if let outcome = lookupOutcomeInPlace(message) { return outcome }
-        return try lookupOutcome(NameServerReply(message))
+        {
+        case .lookup(let outcome): return outcome
+        case .message(let message): return try Self.lookupOutcome(NameServerReply(message))
+        }
     }
 
     /// The outcome a LOOKUP reply, taken apart, stands for.
