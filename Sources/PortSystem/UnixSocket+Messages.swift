@@ -4,7 +4,9 @@
 // Invariants: every send uses MSG_NOSIGNAL (a gone peer is EPIPE, never
 // SIGPIPE) and MSG_DONTWAIT (a descriptor received from elsewhere may be
 // blocking: O_NONBLOCK belongs to the open file, which the sender chose);
-// every receive uses MSG_CMSG_CLOEXEC and MSG_DONTWAIT. "Nothing to do" is a
+// every receive uses MSG_CMSG_CLOEXEC and MSG_DONTWAIT, but a `waiting`
+// one, which a caller asks for on a socket it made blocking (the
+// name-server client's control connection). "Nothing to do" is a
 // value (`.wouldBlock`), as are the two ways a peer goes away; anything else
 // throws a SystemCallError naming the call (EMSGSIZE: record larger than
 // the send buffer allows; ETOOMANYREFS: too many descriptors in flight).
