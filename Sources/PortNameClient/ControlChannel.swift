@@ -78,6 +78,9 @@ final class ControlChannel: @unchecked Sendable {
     /// `sendLock`'s: the components of the last request, whose arrays the
     /// next one is written into (once the transport let go of them).
     @exclusivity(unchecked) private var scratch: [PCPortMessage.Component] = []
+    /// `sendLock`'s: the name whose "name=" field `scratch[1]` holds (the
+    /// last request was a LOOKUP of it), else nil.
+    @exclusivity(unchecked) private var scratchName: String?
 
     /// The client's timeout, and in nanoseconds: most requests wait by
     /// it, and Duration's conversion is a 128-bit division.
@@ -201,7 +204,7 @@ final class ControlChannel: @unchecked Sendable {
                 }
                 guard let msgid, let serial else { return .sent }
                 var message = PCPortMessage(
-                    msgid: msgid, components: Self.requestComponents(serial: serial, body, scratch: &scratch))
+                    msgid: msgid, components: Self.requestComponents(serial: serial, body, scratch: &scratch, name: &scratchName))
                 message.replyPort = replyPort
                 let r = try sendTransport.send(
                     message, on: connection.descriptor, replyPort: replyPort, replyExpected: true, before: deadline)
@@ -431,9 +434,12 @@ final class ControlChannel: @unchecked Sendable {
     /// `PCPortMessage(request:serial:_:)` makes of its fields:
     /// LookupReplyTests), written into `scratch`'s arrays, each reused in
     /// place when the last message built on them is gone, as it is after
-    /// its send. The channel's `scratch` is `sendLock`'s.
+    /// its send. A LOOKUP of the name the last one asked for (`name`, kept
+    /// with `scratch`: a client asks for the same names again and again,
+    /// as `send(_:to:)` does each time) leaves that field as it is. The
+    /// channel's `scratch` and `scratchName` are `sendLock`'s.
     static func requestComponents(
-        serial: UInt32, _ body: Body, scratch: inout [PCPortMessage.Component]
+        serial: UInt32, _ body: Body, scratch: inout [PCPortMessage.Component], name lastName: inout String?
     ) -> [PCPortMessage.Component] {
         typealias F = NameServerProtocol.Field
         var n = 0
@@ -458,6 +464,7 @@ final class ControlChannel: @unchecked Sendable {
         put(b)
         switch body {
         case .fields(let fields):
+            lastName = nil
             for f in fields {
                 b = take()
                 Self.append(f.key, to: &b)
@@ -466,11 +473,16 @@ final class ControlChannel: @unchecked Sendable {
                 put(b)
             }
         case .lookup(let name, let waitMilliseconds):
-            b = take()
-            Self.append(F.name, to: &b)
-            b.append(UInt8(ascii: "="))
-            Self.append(name, to: &b)
-            put(b)
+            if lastName == name, scratch.count > 1 {
+                n += 1  // "name=NAME" already
+            } else {
+                b = take()
+                Self.append(F.name, to: &b)
+                b.append(UInt8(ascii: "="))
+                Self.append(name, to: &b)
+                put(b)
+                lastName = name
+            }
             if let waitMilliseconds {
                 b = take()
                 Self.append(F.waitMilliseconds, to: &b)

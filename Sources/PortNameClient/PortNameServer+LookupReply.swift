@@ -45,22 +45,28 @@ extension PortNameServer {
             case .data:
                 guard port == nil else { return nil }  // a field after a port
                 // Valid while `message` is borrowed, as here.
-                guard let b = message.unsafeBytes(ofComponent: index), NameServerProtocol.isASCII(b),
-                    let (key, value) = NameServerProtocol.field(b)
+                guard let b = message.unsafeBytes(ofComponent: index), let (key, value) = NameServerProtocol.field(b)
                 else { return nil }
+                // The key is ASCII (`field`); so is a value read below as a
+                // number or a word. Any other value is looked at.
                 if index == 0 {
                     guard NameServerProtocol.equals(key, F.serial), NameServerProtocol.integer(value, as: UInt32.self) != nil
                     else { return nil }
                 } else if !isError, !sawOwner, NameServerProtocol.equals(key, F.owner) {
                     sawOwner = true
-                    owner = NameOwner.Process(encodedBytes: value)
+                    guard let p = NameOwner.Process(encodedBytes: value) else { return nil }  // and so ASCII
+                    owner = p
                 } else if isError, !sawError, NameServerProtocol.equals(key, F.error) {
                     sawError = true
                     if NameServerProtocol.equals(value, NameServerProtocol.ErrorWord.notFound.rawValue) {
                         errorWord = .notFound
                     } else if NameServerProtocol.equals(value, NameServerProtocol.ErrorWord.timeout.rawValue) {
                         errorWord = .timedOut
+                    } else {
+                        return nil  // another word: the general parser's
                     }
+                } else if !NameServerProtocol.isASCII(value) {
+                    return nil  // UTF-8 or not: the general parser's
                 }
             case .sharedMemory:
                 return nil

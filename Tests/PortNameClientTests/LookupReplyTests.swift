@@ -160,6 +160,7 @@ import PortTestSupport
         typealias F = NameServerProtocol.Field
         var g = SplitMix64(seed: 2026)
         var scratch: [PCPortMessage.Component] = []
+        var scratchName: String?
         let names = ["bench.scale.target", "a", "org.example.Service_2", String(repeating: "n", count: 200), "é"]
         for _ in 0..<5_000 {
             let serial = [0, 1, 9, 10, 4_294_967_295, UInt32.random(in: 0 ... .max, using: &g)].randomElement(using: &g)!
@@ -179,7 +180,8 @@ import PortTestSupport
                 body = .fields(f)
             }
             let expected = PCPortMessage(request: 1, serial: serial, fields).components.map { $0.bytes }
-            let got = ControlChannel.requestComponents(serial: serial, body, scratch: &scratch).map { $0.bytes }
+            let got = ControlChannel.requestComponents(serial: serial, body, scratch: &scratch, name: &scratchName)
+                .map { $0.bytes }
             #expect(got == expected)
         }
     }
