@@ -11,9 +11,11 @@
 //
 // How: sending is serialised by `sendLock` (one record per request, with
 // its own transport); reading is done by whichever waiting thread finds no
-// one else reading (leader/follower): it polls the socket until its own
-// deadline, reads one record, files it under its serial and wakes the
-// others, then checks whether the reply was its own. A reply whose request
+// one else reading (leader/follower): it waits for a record until its own
+// deadline, reads one, files it under its serial and wakes the others,
+// then checks whether the reply was its own. The record is lent as a view
+// of the receive buffer: a plain reply to a LOOKUP is filed as its outcome,
+// read there (PortNameServer+LookupReply), any other record as a message. A reply whose request
 // gave up waiting (its serial is no longer awaited) is dropped, its
 // descriptors closed. The end of the connection, or a record that is not a
 // valid port message, fails every request waiting and every later one.
@@ -41,8 +43,8 @@ import PortSystem
 import PortWire
 
 final class ControlChannel: @unchecked Sendable {
-    // Safe to share: `right` is itself thread-safe; the transports and
-    // `scratch` are used only with `sendLock` held (sending) or by the one
+    // Safe to share: `right` is itself thread-safe; the transports,
+    // `scratch` and `scratchName` are used only with `sendLock` held (sending) or by the one
     // reading thread (`reading`, under `condition`'s mutex; so is
     // `armedReceiveTimeout`); every other field is read and written only
     // with `condition`'s mutex held. Those locks are what keeps accesses
