@@ -355,7 +355,7 @@ final class ControlChannel: @unchecked Sendable {
 
     /// Files the record `view` under its serial (the reader's, before it
     /// hands its turn back): a plain reply to a LOOKUP read in place, with
-    /// the mutex held (a few hundred instructions, no allocation), any
+    /// the mutex held (about a thousand instructions, no allocation), any
     /// other record copied out into a message first, without it.
     private func file(_ view: borrowing PortMessageView) {
         let serial = Self.serial(of: view)
@@ -385,7 +385,7 @@ final class ControlChannel: @unchecked Sendable {
     /// requests of one timeout all fit the first one's); a new one is
     /// rounded down (to 250 ms from a second on, else to 10 ms) so that
     /// the next requests fit it too.
-    /// In nanoseconds (Duration's arithmetic is on 128 bits: 400
+    /// All in nanoseconds: Duration's arithmetic is on 128 bits (400
     /// instructions here).
     private func receiveWait(_ remaining: Int64) -> Int64? {
         let usable = (remaining - Self.receiveTimeoutMargin) / 4 * 3
@@ -409,7 +409,7 @@ final class ControlChannel: @unchecked Sendable {
         }
         if serial == 0 {
             // portd's own: the connection is refused (a limit), then closed.
-            guard case .message(let record) = reply else { return }  // `take` reads none in place
+            guard case .message(let record) = reply else { return }  // serial 0 is never read in place
             let reply = try? NameServerReply(record)
             failure = reply?.failure ?? .connectionLost
             return
