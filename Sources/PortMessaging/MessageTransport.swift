@@ -274,15 +274,17 @@ package final class MessageTransport {
 
     /// Receives and decodes one record from `connection`. A malformed
     /// record throws after closing every descriptor it carried; the caller
-    /// then closes the connection.
+    /// then closes the connection. `waiting`: on a blocking socket, sleeps
+    /// in recvmsg until a record comes or the socket's receive timeout
+    /// passes (`.wouldBlock`; see `UnixSocket.receive(waiting:)`).
     package func receive(
-        on connection: borrowing OwnedDescriptor, readingAhead readAhead: ReadAhead? = nil
+        on connection: borrowing OwnedDescriptor, readingAhead readAhead: ReadAhead? = nil, waiting: Bool = false
     ) throws(PortError) -> Received {
         // Whatever no object takes below is closed on return.
         defer { received.closeAll() }
         let view: WireMessageView
         let sender: Credentials?
-        switch try receiveRecord(on: connection, readAhead) {
+        switch try receiveRecord(on: connection, readAhead, waiting: waiting) {
         case .wouldBlock: return .wouldBlock
         case .closed: return .closed
         case .record(let v, let s):
@@ -329,15 +331,16 @@ package final class MessageTransport {
     /// ownership as `receive(on:)`: a malformed record throws (and `body`
     /// is not called) after closing every descriptor it carried; every
     /// descriptor no object took is closed before this returns.
+    /// `waiting`: as `receive(on:readingAhead:waiting:)`'s.
     package func receiveView(
-        on connection: borrowing OwnedDescriptor, readingAhead readAhead: ReadAhead? = nil,
+        on connection: borrowing OwnedDescriptor, readingAhead readAhead: ReadAhead? = nil, waiting: Bool = false,
         _ body: (inout PortMessageView, _ replyExpected: Bool) -> Void
     ) throws(PortError) -> ReceivedView {
         defer { received.closeAll() }
         let view: WireMessageView
         let sender: Credentials?
         let wasLending = lendingReadAhead
-        switch try receiveRecord(on: connection, readAhead) {
+        switch try receiveRecord(on: connection, readAhead, waiting: waiting) {
         case .wouldBlock: return .wouldBlock
         case .closed: return .closed
         case .record(let v, let s):
@@ -413,7 +416,9 @@ package final class MessageTransport {
     /// descriptors owned by `received` (the caller closes what no object
     /// takes, also when this throws).
     @inline(__always)  // one function per receive path, as before views
-    private func receiveRecord(on connection: borrowing OwnedDescriptor, _ readAhead: ReadAhead?) throws(PortError) -> Record {
+    private func receiveRecord(
+        on connection: borrowing OwnedDescriptor, _ readAhead: ReadAhead?, waiting: Bool = false
+    ) throws(PortError) -> Record {
         if let readAhead {
             if batchNext < batchCount {
                 if batchConnection == readAhead.connectionID {
@@ -442,7 +447,7 @@ package final class MessageTransport {
         var outcome: UnixSocket.ReceiveOutcome
         var reset = false
         do {
-            outcome = try UnixSocket.receive(connection, into: buffer, control: control)
+            outcome = try UnixSocket.receive(connection, into: buffer, control: control, waiting: waiting)
             if case .connectionReset = outcome {
                 reset = true
                 // The peer closed with records of ours unread. Linux reports

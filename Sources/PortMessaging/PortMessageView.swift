@@ -149,6 +149,16 @@ public struct PortMessageView: ~Copyable {
         return try body(s.bytes)
     }
 
+    /// The bytes of component `i` (as `withUnsafeBytes(ofComponent:_:)`
+    /// lends them; nil for a port), for a reader in the package that looks
+    /// at several components without a generic call per component (the
+    /// name-server client's LOOKUP reply). Valid only while the view is.
+    package func unsafeBytes(ofComponent i: Int) -> UnsafeRawBufferPointer? {
+        let s = slots[i]
+        if s.object >= 0, case .port = objects[s.object] { return nil }
+        return s.bytes
+    }
+
     /// Lends the bytes of component `i` to `body` as a `RawSpan` (bounds
     /// checked, and it cannot escape `body`); nil for a port component.
     public func withSpan<R, E: Error>(ofComponent i: Int, _ body: (RawSpan) throws(E) -> R) throws(E) -> R? {

@@ -98,9 +98,13 @@ public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvert
     }
 
     deinit {
-        for (_, r) in replySources {
-            r.source.invalidate()
-            if let m = privateReplyMode { r.loop.discardMode(m) }
+        // Most rights never requested nor watched (a right looked up, used
+        // and dropped): nothing to walk.
+        if !replySources.isEmpty {
+            for (_, r) in replySources {
+                r.source.invalidate()
+                if let m = privateReplyMode { r.loop.discardMode(m) }
+            }
         }
         for s in invalidationSources { s.invalidate() }
     }
@@ -126,12 +130,21 @@ public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvert
 
     /// Closes this right. Idempotent; safe from any thread.
     public func invalidate() {
+        // A right that never requested nor was watched (most: one looked
+        // up, used and dropped) has nothing to take down: it is closed at once.
+        var done = false
         let sources: [PortSource] = lock.withLock {
             guard !closed else { return [] }
+            if replySources.isEmpty && invalidationSources.isEmpty && lastPrivateWait == nil {
+                closeLocked()
+                done = true
+                return []
+            }
             var all = invalidationSources
             for (_, r) in replySources { all.append(r.source) }
             return all
         }
+        if done { return }
         for s in sources { s.invalidate() }
         lock.withLock {
             if let m = privateReplyMode { for (_, r) in replySources { r.loop.discardMode(m) } }

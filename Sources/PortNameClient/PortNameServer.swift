@@ -132,7 +132,7 @@ public final class PortNameServer: Sendable {
             right.invalidate()
             throw error
         }
-        return Connection(channel: ControlChannel(right: right, limits: limits))
+        return Connection(channel: ControlChannel(right: right, limits: limits, timeout: timeout))
     }
 
     /// Connects to the portd this process's environment names: PORTD_SOCKET,
@@ -209,8 +209,10 @@ public final class PortNameServer: Sendable {
     // MARK: Connecting
 
     /// A blocking connect bounded by SO_SNDTIMEO (the only way AF_UNIX
-    /// offers to wait for room in a full backlog), then a non-blocking
-    /// socket for the port layer.
+    /// offers to wait for room in a full backlog). The socket stays
+    /// blocking: the control channel's reader sleeps in recvmsg on it
+    /// (ControlChannel); every other send and receive of the port layer
+    /// says MSG_DONTWAIT, and the rest only polls it.
     private static func connect(_ path: String, timeout: Duration, limits: PortLimits) throws(NameServerError) -> SendRight {
         func mapped(_ error: SystemCallError) -> NameServerError {
             switch error.errno {
@@ -230,7 +232,6 @@ public final class PortNameServer: Sendable {
         do throws(SystemCallError) {
             try LocalSocket.setSendTimeout(fd, timeout)
             outcome = try LocalSocket.connect(fd, path: path)
-            try Descriptor.setNonBlocking(fd, true)
         } catch {
             throw mapped(error)
         }
@@ -245,26 +246,38 @@ public final class PortNameServer: Sendable {
     /// Sends one request (`msgid`, its serial, `fields`) and returns
     /// portd's reply, taken apart.
     package func exchange(
-        _ msgid: UInt32, _ fields: [NameServerField], replyPort: SendRight? = nil, what: String,
+        _ msgid: UInt32, _ fields: [NameServerField], replyPort: SendRight? = nil, what: @autoclosure () -> String,
         receiveTimeout: Duration? = nil
     ) throws(NameServerError) -> NameServerReply<SendRight> {
+        switch try exchangeReply(msgid, .fields(fields), replyPort: replyPort, what: what(), receiveTimeout: receiveTimeout) {
+        case .message(let message): return try NameServerReply(message)
+        case .lookup: preconditionFailure("only a LOOKUP's reply is read in place")
+        }
+    }
+
+    /// `exchange`'s reply, before it is taken apart. `what` (for the
+    /// error messages) is made only when one is thrown.
+    func exchangeReply(
+        _ msgid: UInt32, _ body: ControlChannel.Body, replyPort: SendRight? = nil, what: @autoclosure () -> String,
+        receiveTimeout: Duration? = nil
+    ) throws(NameServerError) -> ControlChannel.Reply {
         let channel = connection.withLockAnnotated { $0.channel }
         let receiveTimeout = receiveTimeout ?? timeout
-        switch try channel.request(msgid, fields, replyPort: replyPort, sendTimeout: timeout, receiveTimeout: receiveTimeout) {
-        case .reply(let reply): return try NameServerReply(reply)
+        switch try channel.request(msgid, body, replyPort: replyPort, sendTimeout: timeout, receiveTimeout: receiveTimeout) {
+        case .reply(let reply): return reply
         case .greeted: preconditionFailure("only HELLO alone is answered by the greeting")
         case .sendTimedOut:
-            throw .timedOut("portd at \(socketPath) took no request within \(Self.seconds(timeout)) (sending \(what))")
+            throw .timedOut("portd at \(socketPath) took no request within \(Self.seconds(timeout)) (sending \(what()))")
         case .receiveTimedOut:
-            throw .timedOut("portd at \(socketPath) did not answer \(what) within \(Self.seconds(receiveTimeout))")
+            throw .timedOut("portd at \(socketPath) did not answer \(what()) within \(Self.seconds(receiveTimeout))")
         }
     }
 
     private func request(
-        _ msgid: UInt32, _ fields: [NameServerField], what: String, replyPort: SendRight? = nil,
+        _ msgid: UInt32, _ fields: [NameServerField], what: @autoclosure () -> String, replyPort: SendRight? = nil,
         receiveTimeout: Duration? = nil
     ) throws(NameServerError) -> NameServerReply<SendRight> {
-        try exchange(msgid, fields, replyPort: replyPort, what: what, receiveTimeout: receiveTimeout)
+        try exchange(msgid, fields, replyPort: replyPort, what: what(), receiveTimeout: receiveTimeout)
     }
 
     private typealias F = NameServerProtocol.Field
@@ -503,15 +516,26 @@ public final class PortNameServer: Sendable {
     /// for the name to appear (nil or zero: no wait). Not cached.
     public func resolve(_ name: String, wait: Duration? = nil) throws(NameServerError) -> LookupOutcome {
         try Self.checkName(name)
-        var fields = [NameServerField(F.name, name)]
+        var waitMilliseconds: Int?
         var receiveTimeout = timeout
         if let wait, wait > .zero {
-            let ms = max(1, (wait.nanosecondsClamped + 999_999) / 1_000_000)
-            fields.append(NameServerField(F.waitMilliseconds, ms))
+            waitMilliseconds = Int(max(1, (wait.nanosecondsClamped + 999_999) / 1_000_000))
             receiveTimeout = wait + timeout
         }
-        let reply = try request(
-            NameServerProtocol.MessageID.lookup, fields, what: "LOOKUP \(name)", receiveTimeout: receiveTimeout)
+        // A plain "found", "not-found" or "timeout" is read in place from
+        // the receive buffer (ControlChannel, `lookupOutcomeInPlace`); any
+        // other reply is taken apart as every reply is.
+        switch try exchangeReply(
+            NameServerProtocol.MessageID.lookup, .lookup(name: name, waitMilliseconds: waitMilliseconds),
+            what: "LOOKUP \(name)", receiveTimeout: receiveTimeout)
+        {
+        case .lookup(let outcome): return outcome
+        case .message(let message): return try Self.lookupOutcome(NameServerReply(message))
+        }
+    }
+
+    /// The outcome a LOOKUP reply, taken apart, stands for.
+    static func lookupOutcome(_ reply: NameServerReply<SendRight>) throws(NameServerError) -> LookupOutcome {
         switch reply.errorWord {
         case nil where !reply.isError:
             guard let right = reply.ports.first else { throw .protocolError("a LOOKUP reply without a port") }

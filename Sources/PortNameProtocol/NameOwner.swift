@@ -30,10 +30,13 @@ public struct NameOwner: Sendable, Hashable {
 
         /// Reads "PID:UID:CLIENT".
         public init?(encoded text: String) {
-            let parts = text.split(separator: ":", omittingEmptySubsequences: false)
-            guard parts.count == 3, let pid = Int32(parts[0]), let uid = UInt32(parts[1]), let client = UInt64(parts[2])
-            else { return nil }
-            self.init(pid: pid, uid: uid, client: client)
+            // On the text's UTF-8 bytes in place (`init?(encodedBytes:)`,
+            // the same answers as splitting at ":" and parsing each part:
+            // NameServerBytesTests), without the split's array of
+            // substrings (5,700 instructions a LOOKUP in the client).
+            var text = text
+            guard let p = text.withUTF8({ Self(encodedBytes: UnsafeRawBufferPointer($0)) }) else { return nil }
+            self = p
         }
 
         /// The same process, whatever its connection (pid and uid only).

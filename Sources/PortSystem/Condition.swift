@@ -4,11 +4,12 @@
 
 import Glibc
 
+@usableFromInline
 package final class Condition: @unchecked Sendable {
     // Safe to share: the mutex and the condition variable are initialised
     // once in init, destroyed in deinit, and only ever touched through
     // pthread calls, which are thread-safe by definition.
-    private let lock = Lock()
+    @usableFromInline let lock = Lock()
     private let cond: UnsafeMutablePointer<pthread_cond_t>
 
     package init() {
@@ -26,7 +27,9 @@ package final class Condition: @unchecked Sendable {
         cond.deallocate()
     }
 
-    /// Runs `body` with the mutex held.
+    /// Runs `body` with the mutex held. Inlined, so that the caller's
+    /// closure is not a generic call across modules.
+    @inlinable @inline(__always)
     package func withLock<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
         try lock.withLock(body)
     }

@@ -160,6 +160,21 @@ package enum LocalSocket {
         }
     }
 
+    /// Bounds how long a blocking receive waits (a receive without
+    /// MSG_DONTWAIT on a blocking socket: `UnixSocket.receive(waiting:)`).
+    /// The kernel counts it in jiffies on its timer wheel, so the wait may
+    /// end up to an eighth of `timeout` plus two jiffies late: a caller with
+    /// a deadline asks for less than the time left. The corresponding C
+    /// function is `setsockopt(SO_RCVTIMEO)`.
+    package static func setReceiveTimeout(_ fd: borrowing OwnedDescriptor, _ timeout: Duration) throws(SystemCallError) {
+        let fd = fd.rawValue
+        let ns = max(timeout.nanosecondsClamped, 1_000)  // 0 would mean "forever"
+        var value = timeval(tv_sec: Int(ns / 1_000_000_000), tv_usec: Int(ns % 1_000_000_000) / 1_000)
+        _ = try SystemCall.must("setsockopt(SO_RCVTIMEO)") {
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &value, socklen_t(MemoryLayout<timeval>.size))
+        }
+    }
+
     /// Readiness `poll` reports.
     package typealias Readiness = Poll.Events
 

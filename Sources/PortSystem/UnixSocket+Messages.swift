@@ -4,13 +4,16 @@
 // Invariants: every send uses MSG_NOSIGNAL (a gone peer is EPIPE, never
 // SIGPIPE) and MSG_DONTWAIT (a descriptor received from elsewhere may be
 // blocking: O_NONBLOCK belongs to the open file, which the sender chose);
-// every receive uses MSG_CMSG_CLOEXEC and MSG_DONTWAIT. "Nothing to do" is a
+// every receive uses MSG_CMSG_CLOEXEC and MSG_DONTWAIT, but a `waiting`
+// one, which a caller asks for on a socket it made blocking (the
+// name-server client's control connection). "Nothing to do" is a
 // value (`.wouldBlock`), as are the two ways a peer goes away; anything else
 // throws a SystemCallError naming the call (EMSGSIZE: record larger than
 // the send buffer allows; ETOOMANYREFS: too many descriptors in flight).
 
 import CPortSystem
 import Glibc
+import SystemPackage
 
 extension UnixSocket {
     /// The outcome of `send`.
@@ -58,6 +61,7 @@ extension UnixSocket {
 
     private static let sendFlags = Int32(MSG_NOSIGNAL | MSG_DONTWAIT)
     private static let receiveFlags = Int32(MSG_CMSG_CLOEXEC | MSG_DONTWAIT)
+    private static let waitingReceiveFlags = Int32(MSG_CMSG_CLOEXEC)
 
     /// Sends one record gathered from `iovecs`, with the first
     /// `controlLength` bytes of `control` as ancillary data (see
@@ -104,8 +108,17 @@ extension UnixSocket {
     /// PortCore record is never empty; an empty record carrying descriptors
     /// is reported as a record so that they can be closed). The
     /// corresponding C function is `recvmsg`.
+    ///
+    /// `waiting`: without MSG_DONTWAIT, so that on a blocking socket the
+    /// call sleeps until a record comes or the socket's SO_RCVTIMEO
+    /// (`LocalSocket.setReceiveTimeout`) passes; both that timeout and an
+    /// interruption by a signal (EINTR, which a receive timeout gets
+    /// whatever SA_RESTART says) are `.wouldBlock`, for the caller to look
+    /// at its deadline again. Only for sockets the caller made blocking
+    /// itself (on a non-blocking one it is an ordinary receive).
     package static func receive(
-        _ fd: borrowing OwnedDescriptor, into buffer: UnsafeMutableRawBufferPointer, control: ControlMessage.Buffer?
+        _ fd: borrowing OwnedDescriptor, into buffer: UnsafeMutableRawBufferPointer, control: ControlMessage.Buffer?,
+        waiting: Bool = false
     ) throws(SystemCallError) -> ReceiveOutcome {
         let fd = fd.rawValue
         var iov = iovec(iov_base: buffer.baseAddress, iov_len: buffer.count)
@@ -119,7 +132,18 @@ extension UnixSocket {
             result = try withUnsafeMutablePointer(to: &iov) { p throws(SystemCallError) in
                 msg.msg_iov = p
                 msg.msg_iovlen = 1
-                return try SystemCall.run("recvmsg", { recvmsg(fd, &msg, receiveFlags) })
+                guard waiting else { return try SystemCall.run("recvmsg", { recvmsg(fd, &msg, receiveFlags) }) }
+                // Not SystemCall.run: its EINTR retry would start the
+                // receive timeout again, past the caller's deadline.
+                let n = recvmsg(fd, &msg, waitingReceiveFlags)
+                if n >= 0 { return .done(n) }
+                let e = port_errno()
+                switch e {
+                case EINTR, EAGAIN, EWOULDBLOCK: return .wouldBlock
+                case EBADF, EFAULT:
+                    preconditionFailure("recvmsg: \(Errno(rawValue: e)) (a descriptor or buffer PortCore owns is wrong)")
+                default: throw SystemCallError(call: "recvmsg", errno: Errno(rawValue: e))
+                }
             }
         } catch where error.errno == .connectionReset {
             return .connectionReset

@@ -236,6 +236,45 @@ import PortCore
         }
     }
 
+    /// With a timeout long enough, the reader sleeps in recvmsg under
+    /// SO_RCVTIMEO (ControlChannel), set again when the time left shrinks,
+    /// and waits the last stretch in poll: a silent portd still times the
+    /// request out, and a hang-up still ends the wait (end of stream, not
+    /// the deadline: the second client's 30 s would fail the test).
+    @Test func aReaderAsleepInRecvmsgTimesOutAndSeesAHangUp() throws {
+        try withDirectory { dir in
+            let path = "\(dir)/silent.sock"
+            let silent = try silentListener(at: path)
+            let client = try PortNameServer(socketPath: path, timeout: .milliseconds(400))
+            #expect {
+                _ = try client.status()
+            } throws: { error in
+                if case .timedOut(let what) = error as? NameServerError { return what.contains("did not answer STATUS") }
+                return false
+            }
+            #expect {
+                _ = try client.resolve("svc")
+            } throws: { error in
+                if case .timedOut(let what) = error as? NameServerError { return what.contains("did not answer LOOKUP svc") }
+                return false
+            }
+            silent.close()
+            let hangingUp = "\(dir)/hangs-up.sock"
+            let listener = try silentListener(at: hangingUp)
+            let patient = try PortNameServer(socketPath: hangingUp, timeout: .seconds(30))
+            guard let accepted = try UnixSocket.accept(listener) else {
+                Issue.record("nothing to accept")
+                return
+            }
+            accepted.close()
+            #expect {
+                _ = try patient.resolve("svc")
+            } throws: { error in
+                if case .connectionLost = error as? NameServerError { true } else { false }
+            }
+        }
+    }
+
     @Test func anUntrustedFallbackDirectoryIsRefused() throws {
         try withDirectory { dir in
             chmod(dir, 0o777)
