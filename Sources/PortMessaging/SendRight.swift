@@ -67,13 +67,19 @@ public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvert
     private var replyError: PortError?
     /// The source reading replies on each loop that made a request, and
     /// whether it is in this right's private mode there already.
-    private var replySources: [ObjectIdentifier: (loop: PCRunLoop, source: PortSource, inPrivateMode: Bool)] = [:]
+    /// Not checked for exclusivity at run time (a one-shot reply right,
+    /// one per request a port serves, paid two checks in its deinit), nor
+    /// is `invalidationSources`: every other access holds `lock`, which is
+    /// not recursive, and what those sections call out to (a loop's
+    /// `discardMode`) cannot take it, so no two accesses can overlap.
+    @exclusivity(unchecked)
+    private var replySources: [ObjectIdentifier: (loop: PCRunLoop, source: PortSource, inPrivateMode: Bool)] = Dictionary()
     /// The entry of `replySources` the last request in the private mode
     /// used, with that mode's state on its loop (for `PCRunLoop.waitAlone`):
     /// requests mostly come from one thread, and this spares them the
     /// lookups. Cleared with `replySources`.
     private var lastPrivateWait: (loop: PCRunLoop, source: PortSource, state: ModeState)?
-    private var invalidationSources: [PortSource] = []
+    @exclusivity(unchecked) private var invalidationSources: [PortSource] = []
     private static let nextID = Atomic<UInt64>(1)
     private let id = SendRight.nextID.wrappingAdd(1, ordering: .relaxed).oldValue
     package let limits: PortLimits
@@ -98,11 +104,14 @@ public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvert
     }
 
     deinit {
-        for (_, r) in replySources {
-            r.source.invalidate()
-            if let m = privateReplyMode { r.loop.discardMode(m) }
+        // A one-shot reply right has neither: no iterator made for them.
+        if !replySources.isEmpty {
+            for (_, r) in replySources {
+                r.source.invalidate()
+                if let m = privateReplyMode { r.loop.discardMode(m) }
+            }
         }
-        for s in invalidationSources { s.invalidate() }
+        if !invalidationSources.isEmpty { for s in invalidationSources { s.invalidate() } }
     }
 
     /// Lock held: the private mode a request runs the loop in (its name,
