@@ -953,9 +953,8 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
             dropConnection(source, id: id)
             return false
         case .viewed:
-            guard var replyRight = request?.right, let msgid = request?.msgid else { return true }
-            let reply = request?.reply
-            request = nil
+            // Taken: the reply moves on to `answer` without a copy.
+            guard case (var replyRight, let msgid, let reply)? = request.take() else { return true }
             // Kept by the handler (to answer later) unless we hold the only reference.
             let deferred = !isKnownUniquelyReferenced(&replyRight)
             if let error = replyRight.answer(reply, requestID: msgid, deferred: deferred, using: transport) {

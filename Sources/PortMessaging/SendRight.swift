@@ -437,26 +437,39 @@ public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvert
     package func answer(
         _ reply: PCPortMessage?, requestID msgid: UInt32, deferred: Bool, using transport: MessageTransport
     ) -> PortError? {
-        lock.withLock { () -> PortError? in
+        // The right is closed under the lock (a later send on it is
+        // `.invalidated`), so the reply is sent after it, by the thread
+        // that closed it; `reply` is read where it is (a `??` copied it).
+        let hasReply = reply != nil
+        let taken = lock.withLock { () -> SharedDescriptor? in
             guard !answered, let conn = connection else { return nil }
-            guard reply != nil || !deferred else { return nil }
+            guard hasReply || !deferred else { return nil }
             answered = true
             closeLocked()
-            return withExtendedLifetime(conn) { () -> PortError? in
-                do throws(PortError) {
-                    // Never wait on the loop's thread: a requester whose
-                    // queue is full is not reading its replies, and waiting
-                    // for it would stall everyone else the loop serves.
-                    switch try transport.send(
-                        reply ?? PCPortMessage(msgid: msgid), on: conn.descriptor, replyPort: reply?.replyPort,
-                        replyExpected: false, before: .now())
-                    {
-                    case .sent, .receiverGone: return nil  // a gone peer's connection ends by itself
-                    case .timedOut: return .peerNotReading
-                    }
-                } catch {
-                    return error
+            return conn
+        }
+        guard let conn = taken else { return nil }
+        return withExtendedLifetime(conn) { () -> PortError? in
+            do throws(PortError) {
+                // Never wait on the loop's thread: a requester whose
+                // queue is full is not reading its replies, and waiting
+                // for it would stall everyone else the loop serves.
+                let outcome: SendResult
+                switch reply {
+                case .some(let r):
+                    outcome = try transport.send(
+                        r, on: conn.descriptor, replyPort: r.replyPort, replyExpected: false, before: .now())
+                case .none:
+                    outcome = try transport.send(
+                        PCPortMessage(msgid: msgid), on: conn.descriptor, replyPort: nil, replyExpected: false,
+                        before: .now())
                 }
+                switch outcome {
+                case .sent, .receiverGone: return nil  // a gone peer's connection ends by itself
+                case .timedOut: return .peerNotReading
+                }
+            } catch {
+                return error
             }
         }
     }
