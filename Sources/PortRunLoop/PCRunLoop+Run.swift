@@ -330,7 +330,7 @@ extension PCRunLoop {
             if portEvents {
                 for i in 0..<count {
                     let token = events.token(at: i)
-                    if token > Self.timerToken, let s = ms.portSources[token] { ready.append(s) }
+                    if token > Self.timerToken, let s = ms.portSource(token) { ready.append(s) }
                 }
             }
             popDueTimersLocked(ms, now: now, into: &due)
