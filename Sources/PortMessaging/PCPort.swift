@@ -165,6 +165,10 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     /// The monitors, when the port is monitorable (`allowsMonitoring`).
     private var monitors: MonitorHub?
     private let transport: MessageTransport
+    /// The port, weakly, for its connections' source handlers: a `[weak
+    /// self]` capture is a mutable box, checked for exclusivity at every
+    /// message received.
+    private let weakSelf = WeakPort()
     /// "listening fd N" for a named port, for `description`.
     private let listeningDescription: String?
     public let limits: PortLimits
@@ -178,6 +182,7 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
         self.handler = handler.map(HandlerBox.init)
         self.transport = MessageTransport(limits: limits)
         self.listeningDescription = nil
+        weakSelf.port = self
     }
 
     /// An anonymous port whose messages are lent to `viewHandler` as views
@@ -207,6 +212,7 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
         self.transport = MessageTransport(limits: limits)
         self.listeningDescription = "listening fd \(listeningDescriptor.description)"
         self.listening = [Listening(name: nil, socket: SharedDescriptor(listeningDescriptor))]
+        weakSelf.port = self
     }
 
     /// A port on the listening socket `listeningDescriptor` (as above)
@@ -396,8 +402,9 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
                 defer { nextConnectionID += 1 }
                 return nextConnectionID
             }
-        let source = PortSource(sharing: connection, events: .readable) { [weak self] s in
-            self?.serve(s, connection, id, peer)
+        let weakSelf = self.weakSelf
+        let source = PortSource(sharing: connection, events: .readable) { s in
+            weakSelf.port?.serve(s, connection, id, peer)
         }
         // Most ports are in one loop and mode: that one is taken without
         // an array of them (two allocations a connection).
@@ -953,9 +960,8 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
             dropConnection(source, id: id)
             return false
         case .viewed:
-            guard var replyRight = request?.right, let msgid = request?.msgid else { return true }
-            let reply = request?.reply
-            request = nil
+            // Taken: the reply moves on to `answer` without a copy.
+            guard case (var replyRight, let msgid, let reply)? = request.take() else { return true }
             // Kept by the handler (to answer later) unless we hold the only reference.
             let deferred = !isKnownUniquelyReferenced(&replyRight)
             if let error = replyRight.answer(reply, requestID: msgid, deferred: deferred, using: transport) {
@@ -1060,6 +1066,14 @@ private final class Listening {
 /// the closure it is captured by runs.
 private struct LoopThreadTransport: @unchecked Sendable {
     let transport: MessageTransport
+}
+
+/// A port held weakly (`PCPort.weakSelf`), one per port.
+private final class WeakPort {
+    /// Not checked for exclusivity at run time: written once, by the
+    /// port's designated init before the port can be shared, and only read
+    /// after that (no access can overlap the write).
+    @exclusivity(unchecked) weak var port: PCPort?
 }
 
 /// A port's handler closure in a box of its own (see `PCPort.handler`).

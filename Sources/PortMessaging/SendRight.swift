@@ -67,13 +67,19 @@ public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvert
     private var replyError: PortError?
     /// The source reading replies on each loop that made a request, and
     /// whether it is in this right's private mode there already.
-    private var replySources: [ObjectIdentifier: (loop: PCRunLoop, source: PortSource, inPrivateMode: Bool)] = [:]
+    /// Not checked for exclusivity at run time (a one-shot reply right,
+    /// one per request a port serves, paid two checks in its deinit), nor
+    /// is `invalidationSources`: every other access holds `lock`, which is
+    /// not recursive, and what those sections call out to (a loop's
+    /// `discardMode`) cannot take it, so no two accesses can overlap.
+    @exclusivity(unchecked)
+    private var replySources: [ObjectIdentifier: (loop: PCRunLoop, source: PortSource, inPrivateMode: Bool)] = Dictionary()
     /// The entry of `replySources` the last request in the private mode
     /// used, with that mode's state on its loop (for `PCRunLoop.waitAlone`):
     /// requests mostly come from one thread, and this spares them the
     /// lookups. Cleared with `replySources`.
     private var lastPrivateWait: (loop: PCRunLoop, source: PortSource, state: ModeState)?
-    private var invalidationSources: [PortSource] = []
+    @exclusivity(unchecked) private var invalidationSources: [PortSource] = []
     private static let nextID = Atomic<UInt64>(1)
     private let id = SendRight.nextID.wrappingAdd(1, ordering: .relaxed).oldValue
     package let limits: PortLimits
@@ -99,14 +105,14 @@ public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvert
 
     deinit {
         // Most rights never requested nor watched (a right looked up, used
-        // and dropped): nothing to walk.
+        // and dropped; every one-shot reply right): no iterator made for them.
         if !replySources.isEmpty {
             for (_, r) in replySources {
                 r.source.invalidate()
                 if let m = privateReplyMode { r.loop.discardMode(m) }
             }
         }
-        for s in invalidationSources { s.invalidate() }
+        if !invalidationSources.isEmpty { for s in invalidationSources { s.invalidate() } }
     }
 
     /// Lock held: the private mode a request runs the loop in (its name,
@@ -441,26 +447,39 @@ public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvert
     package func answer(
         _ reply: PCPortMessage?, requestID msgid: UInt32, deferred: Bool, using transport: MessageTransport
     ) -> PortError? {
-        lock.withLock { () -> PortError? in
+        // The right is closed under the lock (a later send on it is
+        // `.invalidated`), so the reply is sent after it, by the thread
+        // that closed it; `reply` is read where it is (a `??` copied it).
+        let hasReply = reply != nil
+        let taken = lock.withLock { () -> SharedDescriptor? in
             guard !answered, let conn = connection else { return nil }
-            guard reply != nil || !deferred else { return nil }
+            guard hasReply || !deferred else { return nil }
             answered = true
             closeLocked()
-            return withExtendedLifetime(conn) { () -> PortError? in
-                do throws(PortError) {
-                    // Never wait on the loop's thread: a requester whose
-                    // queue is full is not reading its replies, and waiting
-                    // for it would stall everyone else the loop serves.
-                    switch try transport.send(
-                        reply ?? PCPortMessage(msgid: msgid), on: conn.descriptor, replyPort: reply?.replyPort,
-                        replyExpected: false, before: .now())
-                    {
-                    case .sent, .receiverGone: return nil  // a gone peer's connection ends by itself
-                    case .timedOut: return .peerNotReading
-                    }
-                } catch {
-                    return error
+            return conn
+        }
+        guard let conn = taken else { return nil }
+        return withExtendedLifetime(conn) { () -> PortError? in
+            do throws(PortError) {
+                // Never wait on the loop's thread: a requester whose
+                // queue is full is not reading its replies, and waiting
+                // for it would stall everyone else the loop serves.
+                let outcome: SendResult
+                switch reply {
+                case .some(let r):
+                    outcome = try transport.send(
+                        r, on: conn.descriptor, replyPort: r.replyPort, replyExpected: false, before: .now())
+                case .none:
+                    outcome = try transport.send(
+                        PCPortMessage(msgid: msgid), on: conn.descriptor, replyPort: nil, replyExpected: false,
+                        before: .now())
                 }
+                switch outcome {
+                case .sent, .receiverGone: return nil  // a gone peer's connection ends by itself
+                case .timedOut: return .peerNotReading
+                }
+            } catch {
+                return error
             }
         }
     }

@@ -215,7 +215,7 @@ extension PCRunLoop {
         removalCount.wrappingAdd(1, ordering: .relaxed)
         switch item {
         case .port(let s):
-            guard ms.portSources.removeValue(forKey: s.token) != nil else { return }
+            guard ms.removePortSource(s.token) != nil else { return }
             do throws(SystemCallError) {
                 _ = try s.withDescriptor { (fd) throws(SystemCallError) in
                     switch ms.epoll {

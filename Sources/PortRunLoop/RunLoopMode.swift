@@ -64,6 +64,31 @@ package final class ModeState {
     /// Whether `epoll` exists; lock-free.
     var hasEpoll: Bool { epollCreated.load(ordering: .acquiring) }
     @exclusivity(unchecked) var portSources: [UInt64: PortSource] = [:]
+    /// The port source `portSource(_:)` found last, and its token: the
+    /// connection a loop serves pass after pass is found without hashing
+    /// its token. Cleared when a port source leaves (`removePortSource`),
+    /// so it never holds one `portSources` does not. Lock held.
+    @exclusivity(unchecked) private var lastFound: PortSource?
+    @exclusivity(unchecked) private var lastFoundToken: UInt64 = 0
+
+    /// `portSources[token]`, the last one found first. Lock held.
+    @inline(__always)
+    func portSource(_ token: UInt64) -> PortSource? {
+        if token == lastFoundToken, let s = lastFound { return s }
+        guard let s = portSources[token] else { return nil }
+        lastFound = s
+        lastFoundToken = token
+        return s
+    }
+
+    /// Takes the source of `token` out of `portSources`. Lock held.
+    func removePortSource(_ token: UInt64) -> PortSource? {
+        if token == lastFoundToken {
+            lastFound = nil
+            lastFoundToken = 0
+        }
+        return portSources.removeValue(forKey: token)
+    }
     @exclusivity(unchecked) var customSources: [ObjectIdentifier: RunLoopSource] = [:]
     @exclusivity(unchecked) var timers = TimerHeap()
     /// Runs of this mode in progress (nested runs count each): raised with

@@ -25,6 +25,11 @@ package struct TimerHeap {
     private(set) var entries: [Entry] = []
     /// The timers that are in this mode now.
     private var members: Set<ObjectIdentifier> = []
+    /// A timer `peekLive` found in `members`, so that the next look at the
+    /// same top entry (two or three a pass: the due timers, the wake-up)
+    /// hashes nothing; it stays one until `forget` (which clears this),
+    /// since nothing else takes a timer out of `members`.
+    private var knownMember: ObjectIdentifier?
 
     var isEmpty: Bool { entries.isEmpty }
     /// How many timers are in this mode.
@@ -50,13 +55,21 @@ package struct TimerHeap {
     /// Forgets `timer` (its entries become stale through its generation).
     package mutating func forget(_ timer: PCTimer) {
         members.remove(ObjectIdentifier(timer))
+        knownMember = nil
         if entries.count > 32 && entries.count > 2 * members.count { compact() }
     }
 
     /// The earliest live entry, dropping stale ones on the way.
     package mutating func peekLive() -> Entry? {
         while let top = entries.first {
-            if isLive(top) { return top }
+            if top.generation == top.timer.heapGeneration {
+                let id = ObjectIdentifier(top.timer)
+                if id == knownMember { return top }
+                if members.contains(id) {
+                    knownMember = id
+                    return top
+                }
+            }
             popTop()
         }
         return nil
