@@ -152,12 +152,7 @@ package enum LocalSocket {
     /// Bounds how long a blocking send or connect waits. The corresponding C
     /// function is `setsockopt(SO_SNDTIMEO)`.
     package static func setSendTimeout(_ fd: borrowing OwnedDescriptor, _ timeout: Duration) throws(SystemCallError) {
-        let fd = fd.rawValue
-        let ns = max(timeout.nanosecondsClamped, 1_000)  // 0 would mean "forever"
-        var value = timeval(tv_sec: Int(ns / 1_000_000_000), tv_usec: Int(ns % 1_000_000_000) / 1_000)
-        _ = try SystemCall.must("setsockopt(SO_SNDTIMEO)") {
-            setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &value, socklen_t(MemoryLayout<timeval>.size))
-        }
+        try setTimeout(fd, SO_SNDTIMEO, "setsockopt(SO_SNDTIMEO)", timeout)
     }
 
     /// Bounds how long a blocking receive waits (a receive without
@@ -167,11 +162,19 @@ package enum LocalSocket {
     /// a deadline asks for less than the time left. The corresponding C
     /// function is `setsockopt(SO_RCVTIMEO)`.
     package static func setReceiveTimeout(_ fd: borrowing OwnedDescriptor, _ timeout: Duration) throws(SystemCallError) {
+        try setTimeout(fd, SO_RCVTIMEO, "setsockopt(SO_RCVTIMEO)", timeout)
+    }
+
+    /// The one `setsockopt` of a socket timeout (`option`: SO_SNDTIMEO or
+    /// SO_RCVTIMEO), at least a microsecond: 0 would mean "forever".
+    private static func setTimeout(
+        _ fd: borrowing OwnedDescriptor, _ option: Int32, _ call: String, _ timeout: Duration
+    ) throws(SystemCallError) {
         let fd = fd.rawValue
-        let ns = max(timeout.nanosecondsClamped, 1_000)  // 0 would mean "forever"
+        let ns = max(timeout.nanosecondsClamped, 1_000)
         var value = timeval(tv_sec: Int(ns / 1_000_000_000), tv_usec: Int(ns % 1_000_000_000) / 1_000)
-        _ = try SystemCall.must("setsockopt(SO_RCVTIMEO)") {
-            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &value, socklen_t(MemoryLayout<timeval>.size))
+        _ = try SystemCall.must(call) {
+            setsockopt(fd, SOL_SOCKET, option, &value, socklen_t(MemoryLayout<timeval>.size))
         }
     }
 
