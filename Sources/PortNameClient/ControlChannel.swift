@@ -462,7 +462,7 @@ final class ControlChannel: @unchecked Sendable {
         var b = take()
         Self.append(F.serial, to: &b)
         b.append(UInt8(ascii: "="))
-        Self.appendDecimal(UInt64(serial), to: &b)
+        NameServerProtocol.appendDecimal(UInt64(serial), to: &b)
         put(b)
         switch body {
         case .fields(let fields):
@@ -490,7 +490,7 @@ final class ControlChannel: @unchecked Sendable {
                 Self.append(F.waitMilliseconds, to: &b)
                 b.append(UInt8(ascii: "="))
                 if waitMilliseconds < 0 { b.append(UInt8(ascii: "-")) }
-                Self.appendDecimal(UInt64(waitMilliseconds.magnitude), to: &b)
+                NameServerProtocol.appendDecimal(UInt64(waitMilliseconds.magnitude), to: &b)
                 put(b)
             }
         }
@@ -503,20 +503,5 @@ final class ControlChannel: @unchecked Sendable {
     private static func append(_ text: String, to bytes: inout [UInt8]) {
         var text = text
         text.withUTF8 { bytes.append(contentsOf: $0) }
-    }
-
-    /// Appends `value` in decimal (what `String(value)` spells).
-    private static func appendDecimal(_ value: UInt64, to bytes: inout [UInt8]) {
-        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 20 digits at most, written from the end
-        withUnsafeMutableBytes(of: &digits) { buffer in
-            var v = value
-            var i = buffer.count
-            repeat {
-                i -= 1
-                buffer[i] = UInt8(ascii: "0") + UInt8(v % 10)
-                v /= 10
-            } while v > 0
-            bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[i...]))
-        }
     }
 }

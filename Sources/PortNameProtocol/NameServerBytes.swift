@@ -1,7 +1,9 @@
 // NameServerBytes: the vocabulary read from a component's UTF-8 bytes in
 // place, for the paths that run once per request (the serial of every
 // reply the client reads, a LOOKUP's answer, an owner): no String, no
-// Substring, no array in between.
+// Substring, no array in between; and the one writer of a number's
+// digits, for the requests the client writes and the replies portd writes
+// as bytes.
 //
 // Invariants: each function answers exactly what its String counterpart
 // answers for the same bytes taken as text: `integer` what
@@ -84,6 +86,36 @@ extension NameServerProtocol {
     package static func isASCII(_ bytes: UnsafeRawBufferPointer) -> Bool {
         for b in bytes where b >= 0x80 { return false }
         return true
+    }
+}
+
+extension NameServerProtocol {
+    /// Writes `n` in decimal, as `"\(n)"` spells it, into `buffer` from
+    /// index `start` (room for 20 digits is enough); returns how many
+    /// bytes it wrote.
+    @inlinable
+    package static func writeDecimal(_ n: UInt64, into buffer: UnsafeMutableBufferPointer<UInt8>, at start: Int) -> Int {
+        var digits = 1
+        var rest = n
+        while rest >= 10 {
+            rest /= 10
+            digits += 1
+        }
+        rest = n
+        for i in stride(from: start + digits - 1, through: start, by: -1) {
+            buffer[i] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
+            rest /= 10
+        }
+        return digits
+    }
+
+    /// Appends `n` in decimal, as `"\(n)"` spells it (`writeDecimal`).
+    @inlinable
+    package static func appendDecimal(_ n: UInt64, to bytes: inout [UInt8]) {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { buffer in
+            let count = writeDecimal(n, into: buffer, at: 0)
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[0..<count]))
+        }
     }
 }
 

@@ -187,7 +187,7 @@ extension PCRunLoop {
                 }
             }
             guard added != nil else { return }
-            ms.portSources[s.token] = s
+            ms.insertPortSource(s)
         case .custom(let s):
             let id = ObjectIdentifier(s)
             guard ms.customSources[id] == nil else { return }

@@ -63,7 +63,9 @@ package final class ModeState {
     private let epollCreated = Atomic<Bool>(false)
     /// Whether `epoll` exists; lock-free.
     var hasEpoll: Bool { epollCreated.load(ordering: .acquiring) }
-    @exclusivity(unchecked) var portSources: [UInt64: PortSource] = [:]
+    /// By epoll token. Changed only through `insertPortSource` and
+    /// `removePortSource`, which keep `lastFound` true to it.
+    @exclusivity(unchecked) private(set) var portSources: [UInt64: PortSource] = [:]
     /// The port source `portSource(_:)` found last, and its token: the
     /// connection a loop serves pass after pass is found without hashing
     /// its token. Cleared when a port source leaves (`removePortSource`),
@@ -79,6 +81,12 @@ package final class ModeState {
         lastFound = s
         lastFoundToken = token
         return s
+    }
+
+    /// Puts `source` in `portSources` under its token (unique in the loop,
+    /// so `lastFound` cannot name another source of it). Lock held.
+    func insertPortSource(_ source: PortSource) {
+        portSources[source.token] = source
     }
 
     /// Takes the source of `token` out of `portSources`. Lock held.

@@ -220,18 +220,7 @@ extension NameServer {
 
         /// `n` in decimal, as `"\(n)"` writes it.
         mutating func decimal(_ n: UInt64) {
-            var digits = 1
-            var rest = n
-            while rest >= 10 {
-                rest /= 10
-                digits += 1
-            }
-            rest = n
-            for i in stride(from: count + digits - 1, through: count, by: -1) {
-                buffer[i] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
-                rest /= 10
-            }
-            count += digits
+            count += NameServerProtocol.writeDecimal(n, into: buffer, at: count)
         }
     }
 
