@@ -75,8 +75,9 @@ package final class NatsServer {
     /// The process of the server's last start.
     package var child: ChildProcess { current! }
 
-    /// `nats://ADDRESS:CLIENTPORT`.
-    package var url: String { "nats://\(address):\(clientPort)" }
+    /// `nats://ADDRESS:CLIENTPORT` (127.0.0.1 for a server listening on
+    /// 0.0.0.0, every address of its namespace).
+    package var url: String { "nats://\(address == "0.0.0.0" ? "127.0.0.1" : address):\(clientPort)" }
 
     package var pid: Int32 { child.pid }
 

@@ -23,20 +23,24 @@ package enum PythonVenv {
     /// A script of Tests/PortTestSupport/Python (e.g. "nats_peer.py").
     package static func script(_ name: String) -> String { SourceTree.path("Tests/PortTestSupport/Python/\(name)") }
 
-    /// Starts `script` with `arguments` under the venv's python and leaves it running.
-    package static func start(_ script: String, _ arguments: [String], environment: [String: String] = [:]) throws
-        -> ChildProcess
-    {
-        try ChildProcess(
-            executable: try python, arguments: ["-u", script] + arguments,
+    /// Starts `script` with `arguments` under the venv's python and leaves
+    /// it running; `launcher` is a command that execs it (e.g.
+    /// `NetworkNamespaces.launcher(in:)`).
+    package static func start(
+        _ script: String, _ arguments: [String], environment: [String: String] = [:], launcher: [String] = []
+    ) throws -> ChildProcess {
+        let command = launcher + [try python, "-u", script] + arguments
+        return try ChildProcess(
+            executable: command[0], arguments: Array(command.dropFirst()),
             environment: ChildProcess.cleanEnvironment(environment))
     }
 
     /// Runs `script` with `arguments` to completion (within `timeout`).
     package static func run(
-        _ script: String, _ arguments: [String], environment: [String: String] = [:], timeout: Duration = HarnessTimeout
+        _ script: String, _ arguments: [String], environment: [String: String] = [:], launcher: [String] = [],
+        timeout: Duration = HarnessTimeout
     ) throws -> CommandResult {
-        let child = try start(script, arguments, environment: environment)
+        let child = try start(script, arguments, environment: environment, launcher: launcher)
         let status = try child.waitForExit(timeout: timeout)
         return CommandResult(status: status, standardOutput: child.standardOutput, standardError: child.standardError)
     }
@@ -48,11 +52,12 @@ package enum NatsPeer {
     package static var script: String { PythonVenv.script("nats_peer.py") }
 
     /// A responder on `subject` answering "PREFIX" + payload; returns once it is subscribed ("ready").
-    package static func respond(url: String, subject: String, queue: String? = nil, prefix: String = "echo:") throws
-        -> ChildProcess
-    {
+    package static func respond(
+        url: String, subject: String, queue: String? = nil, prefix: String = "echo:", launcher: [String] = []
+    ) throws -> ChildProcess {
         let child = try PythonVenv.start(
-            script, ["respond", url, subject, "--prefix", prefix] + (queue.map { ["--queue", $0] } ?? []))
+            script, ["respond", url, subject, "--prefix", prefix] + (queue.map { ["--queue", $0] } ?? []),
+            launcher: launcher)
         do {
             try child.waitForStandardOutput(containing: "ready\n")
         } catch {
@@ -84,12 +89,12 @@ package enum NatsPeer {
     /// status and each attempt's outcome.
     package static func request(
         url: String, subject: String, payload: String, timeout: Double = 1, attempts: Int = 1,
-        forSeconds: Double? = nil, untilOK: Double? = nil
+        forSeconds: Double? = nil, untilOK: Double? = nil, launcher: [String] = []
     ) throws -> (result: CommandResult, attempts: [Attempt]) {
         var arguments = ["request", url, subject, payload, "--timeout", "\(timeout)", "--attempts", "\(attempts)"]
         if let forSeconds { arguments += ["--for", "\(forSeconds)"] }
         if let untilOK { arguments += ["--until-ok", "\(untilOK)"] }
-        let result = try PythonVenv.run(script, arguments)
+        let result = try PythonVenv.run(script, arguments, launcher: launcher)
         let parsed = result.standardOutput.split(separator: "\n").compactMap { line -> Attempt? in
             let fields = line.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: false)
             guard fields.count >= 2, let outcome = Attempt.Outcome(rawValue: String(fields[0])),
