@@ -119,7 +119,8 @@ let package = Package(
         .target(
             name: "PortTestSupport",
             dependencies: ["CPortSystem", "PortSystem", "PortWire", "PortRunLoop", "PortNameClient"],
-            path: "Tests/PortTestSupport"
+            path: "Tests/PortTestSupport",
+            exclude: ["Python"]  // Python peers the tests run (nats-py ones in scripts/ensure-venv's venv)
         ),
         .testTarget(name: "PortSystemTests", dependencies: ["PortSystem", "CPortSystem", "PortWire", "PortTestSupport"]),
         .testTarget(name: "PortWireTests", dependencies: ["PortWire", "PortSystem", "PortTestSupport", "FuzzWireDecoder"]),
@@ -161,6 +162,10 @@ let package = Package(
             ],
             exclude: ["Fixtures"]
         ),
+        // The NATS test topology of PortTestSupport (a hub with JetStream,
+        // a leaf server per host, nats-py peers) proved on its own, for the
+        // bridge's tests that stand on it.
+        .testTarget(name: "NatsTopologyTests", dependencies: ["PortTestSupport"]),
         .testTarget(
             name: "PortBridgeTests",
             dependencies: ["PortBridge", "PortCore", "PortTestSupport", .product(name: "Logging", package: "swift-log")]
