@@ -13,27 +13,27 @@
 import CSystemd
 import PortCore
 
-struct SystemdNotifier: Sendable {
-    init() {}
+package struct SystemdNotifier: Sendable {
+    package init() {}
 
     /// Whether a service manager listens (NOTIFY_SOCKET is set).
     var isEnabled: Bool { CurrentProcess.environment("NOTIFY_SOCKET").map { !$0.isEmpty } ?? false }
 
     /// READY=1: start-up is finished; sent after the control socket listens.
     @discardableResult
-    func ready(status: String? = nil) throws(SystemCallError) -> Bool {
+    package func ready(status: String? = nil) throws(SystemCallError) -> Bool {
         try send(["READY=1"] + statusLine(status))
     }
 
     /// STATUS=: a one-line description shown by `systemctl status`.
     @discardableResult
-    func status(_ text: String) throws(SystemCallError) -> Bool {
+    package func status(_ text: String) throws(SystemCallError) -> Bool {
         try send(statusLine(text))
     }
 
     /// STOPPING=1: shutdown has begun.
     @discardableResult
-    func stopping(status: String? = nil) throws(SystemCallError) -> Bool {
+    package func stopping(status: String? = nil) throws(SystemCallError) -> Bool {
         try send(["STOPPING=1"] + statusLine(status))
     }
 
@@ -46,7 +46,7 @@ struct SystemdNotifier: Sendable {
     /// RELOADING=1 with the MONOTONIC_USEC= that Type=notify-reload requires;
     /// follow with `ready()` when the reload is done.
     @discardableResult
-    func reloading(status: String? = nil) throws(SystemCallError) -> Bool {
+    package func reloading(status: String? = nil) throws(SystemCallError) -> Bool {
         let microseconds = MonotonicInstant.now().nanoseconds / 1_000
         return try send(["RELOADING=1", "MONOTONIC_USEC=\(microseconds)"] + statusLine(status))
     }
