@@ -4,6 +4,7 @@
 // Scripts the tests share live in Tests/PortTestSupport/Python.
 
 import Foundation
+import Glibc
 
 package enum PythonVenv {
     /// The interpreter: $PORTD_TEST_PYTHON, or the venv's python3.
@@ -91,10 +92,62 @@ package enum NatsPeer {
         url: String, subject: String, payload: String, timeout: Double = 1, attempts: Int = 1,
         forSeconds: Double? = nil, untilOK: Double? = nil, launcher: [String] = []
     ) throws -> (result: CommandResult, attempts: [Attempt]) {
+        let child = try PythonVenv.start(
+            script,
+            requestArguments(url, subject, payload, timeout, attempts, forSeconds, untilOK, onSignal: false),
+            launcher: launcher)
+        return try finish(child)
+    }
+
+    /// A requester as `request` makes, connected and waiting: its attempts
+    /// start when `go` is called, at once, for a test that breaks something
+    /// first (a Python start-up takes a while on a busy machine).
+    package final class PendingRequest {
+        private let child: ChildProcess
+
+        fileprivate init(_ child: ChildProcess) { self.child = child }
+
+        /// Starts the attempts and waits for their end.
+        package func go() throws -> (result: CommandResult, attempts: [Attempt]) {
+            child.signal(SIGUSR1)
+            return try NatsPeer.finish(child)
+        }
+
+        deinit { child.killAndReap() }
+    }
+
+    /// Starts a requester and returns once it is connected (see `PendingRequest`).
+    package static func pendingRequest(
+        url: String, subject: String, payload: String, timeout: Double = 1, attempts: Int = 1,
+        forSeconds: Double? = nil, untilOK: Double? = nil, launcher: [String] = []
+    ) throws -> PendingRequest {
+        let child = try PythonVenv.start(
+            script,
+            requestArguments(url, subject, payload, timeout, attempts, forSeconds, untilOK, onSignal: true),
+            launcher: launcher)
+        do {
+            try child.waitForStandardOutput(containing: "connected\n")
+        } catch {
+            child.killAndReap()
+            throw HarnessError.unexpected("nats_peer.py request: \(error); stderr: \(child.standardError)")
+        }
+        return PendingRequest(child)
+    }
+
+    private static func requestArguments(
+        _ url: String, _ subject: String, _ payload: String, _ timeout: Double, _ attempts: Int, _ forSeconds: Double?,
+        _ untilOK: Double?, onSignal: Bool
+    ) -> [String] {
         var arguments = ["request", url, subject, payload, "--timeout", "\(timeout)", "--attempts", "\(attempts)"]
         if let forSeconds { arguments += ["--for", "\(forSeconds)"] }
         if let untilOK { arguments += ["--until-ok", "\(untilOK)"] }
-        let result = try PythonVenv.run(script, arguments, launcher: launcher)
+        if onSignal { arguments.append("--on-signal") }
+        return arguments
+    }
+
+    fileprivate static func finish(_ child: ChildProcess) throws -> (result: CommandResult, attempts: [Attempt]) {
+        let status = try child.waitForExit()
+        let result = CommandResult(status: status, standardOutput: child.standardOutput, standardError: child.standardError)
         let parsed = result.standardOutput.split(separator: "\n").compactMap { line -> Attempt? in
             let fields = line.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: false)
             guard fields.count >= 2, let outcome = Attempt.Outcome(rawValue: String(fields[0])),

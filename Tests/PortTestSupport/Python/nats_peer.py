@@ -9,7 +9,7 @@ scripts/ensure-venv; Tests/PortTestSupport/PythonVenv.swift).
         subscription (after a flush), then one line "served N" per request;
         run until killed.
   nats_peer.py request URL SUBJECT PAYLOAD [--timeout SECONDS] [--attempts N] [--for SECONDS]
-                      [--until-ok SECONDS]
+                      [--until-ok SECONDS] [--on-signal]
         send requests one after another and print one line per attempt on
         stdout: "reply MS PAYLOAD", "timeout MS" or "no-responders MS" (MS:
         how long it took); exit 0 when the last attempt got a reply, 2 when
@@ -21,6 +21,9 @@ scripts/ensure-venv; Tests/PortTestSupport/PythonVenv.swift).
         --until-ok: after a failure try again until a reply
         comes or SECONDS have gone by (an interest that has not travelled
         between servers yet answers no responders at once).
+        --on-signal: once connected, print "connected" and wait for SIGUSR1
+        before the first attempt (for a test that breaks something between
+        the two, so that the attempts start at once after it).
   nats_peer.py kv-put URL BUCKET KEY VALUE
         create the key-value bucket BUCKET when it is not there, put
         KEY=VALUE, print the new revision.
@@ -34,6 +37,7 @@ Every connection tries for 5 s at most, without reconnecting.
 """
 import argparse
 import asyncio
+import signal
 import sys
 import time
 
@@ -67,6 +71,11 @@ async def request(args):
     except Exception as error:  # the server is not there
         print(f"connect: {error!r}", file=sys.stderr)
         return 4
+    if args.on_signal:
+        go = asyncio.Event()
+        asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, go.set)
+        print("connected", flush=True)
+        await go.wait()
     first = time.monotonic()
     deadline = first + (args.until_ok or 0)
     attempt = 0
@@ -147,6 +156,7 @@ def main():
     p.add_argument("--attempts", type=int, default=1)
     p.add_argument("--for", dest="for_seconds", type=float)
     p.add_argument("--until-ok", type=float)
+    p.add_argument("--on-signal", action="store_true")
     p.set_defaults(run=request)
     p = commands.add_parser("kv-put")
     p.add_argument("url")
