@@ -56,14 +56,19 @@ package enum NatsPeer {
     package static func respond(
         url: String, subject: String, queue: String? = nil, prefix: String = "echo:", launcher: [String] = []
     ) throws -> ChildProcess {
-        let child = try PythonVenv.start(
-            script, ["respond", url, subject, "--prefix", prefix] + (queue.map { ["--queue", $0] } ?? []),
-            launcher: launcher)
+        try started(
+            ["respond", url, subject, "--prefix", prefix] + (queue.map { ["--queue", $0] } ?? []), launcher: launcher,
+            once: "ready")
+    }
+
+    /// Starts nats_peer.py with `arguments` and waits for the line `line` on its standard output.
+    private static func started(_ arguments: [String], launcher: [String], once line: String) throws -> ChildProcess {
+        let child = try PythonVenv.start(script, arguments, launcher: launcher)
         do {
-            try child.waitForStandardOutput(containing: "ready\n")
+            try child.waitForStandardOutput(containing: line + "\n")
         } catch {
             child.killAndReap()
-            throw HarnessError.unexpected("nats_peer.py respond: \(error); stderr: \(child.standardError)")
+            throw HarnessError.unexpected("nats_peer.py \(arguments[0]): \(error); stderr: \(child.standardError)")
         }
         return child
     }
@@ -121,17 +126,10 @@ package enum NatsPeer {
         url: String, subject: String, payload: String, timeout: Double = 1, attempts: Int = 1,
         forSeconds: Double? = nil, untilOK: Double? = nil, launcher: [String] = []
     ) throws -> PendingRequest {
-        let child = try PythonVenv.start(
-            script,
-            requestArguments(url, subject, payload, timeout, attempts, forSeconds, untilOK, onSignal: true),
-            launcher: launcher)
-        do {
-            try child.waitForStandardOutput(containing: "connected\n")
-        } catch {
-            child.killAndReap()
-            throw HarnessError.unexpected("nats_peer.py request: \(error); stderr: \(child.standardError)")
-        }
-        return PendingRequest(child)
+        PendingRequest(
+            try started(
+                requestArguments(url, subject, payload, timeout, attempts, forSeconds, untilOK, onSignal: true),
+                launcher: launcher, once: "connected"))
     }
 
     private static func requestArguments(
