@@ -101,7 +101,12 @@ package final class NetworkNamespaces {
     @discardableResult
     package static func run(_ arguments: [String]) throws -> String {
         let child = try ChildProcess(executable: ip, arguments: arguments)
-        let status = try child.waitForExit()
+        let status: Int32
+        do {
+            status = try child.waitForExit()
+        } catch {
+            throw HarnessError.unexpected("ip \(arguments.joined(separator: " ")): \(error)")
+        }
         guard status == 0 else {
             throw HarnessError.unexpected("ip \(arguments.joined(separator: " ")): status \(status): \(child.standardError)")
         }

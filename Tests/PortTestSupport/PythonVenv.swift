@@ -101,7 +101,7 @@ package enum NatsPeer {
             script,
             requestArguments(url, subject, payload, timeout, attempts, forSeconds, untilOK, onSignal: false),
             launcher: launcher)
-        return try finish(child)
+        return try finish(child, "request \(subject)")
     }
 
     /// A requester as `request` makes, connected and waiting: its attempts
@@ -115,7 +115,7 @@ package enum NatsPeer {
         /// Starts the attempts and waits for their end.
         package func go() throws -> (result: CommandResult, attempts: [Attempt]) {
             child.signal(SIGUSR1)
-            return try NatsPeer.finish(child)
+            return try NatsPeer.finish(child, "request (pending)")
         }
 
         deinit { child.killAndReap() }
@@ -143,8 +143,17 @@ package enum NatsPeer {
         return arguments
     }
 
-    fileprivate static func finish(_ child: ChildProcess) throws -> (result: CommandResult, attempts: [Attempt]) {
-        let status = try child.waitForExit()
+    fileprivate static func finish(_ child: ChildProcess, _ what: String) throws -> (
+        result: CommandResult, attempts: [Attempt]
+    ) {
+        let status: Int32
+        do {
+            status = try child.waitForExit()
+        } catch {
+            // Killed by the timed-out wait: what it printed says where it was.
+            throw HarnessError.unexpected(
+                "nats_peer.py \(what): \(error); stdout: \(child.standardOutput) stderr: \(child.standardError)")
+        }
         let result = CommandResult(status: status, standardOutput: child.standardOutput, standardError: child.standardError)
         let parsed = result.standardOutput.split(separator: "\n").compactMap { line -> Attempt? in
             let fields = line.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: false)

@@ -6,8 +6,9 @@ scripts/ensure-venv; Tests/PortTestSupport/PythonVenv.swift).
         subscribe to SUBJECT (in queue GROUP if given) and answer every
         request with TEXT followed by the request's payload (default prefix
         "echo:"); print "ready" on stdout once the server has the
-        subscription (after a flush), then one line "served N" per request;
-        run until killed.
+        subscription (after a flush), and nothing more (a test reads no
+        further, and a full pipe would stop the responder); run until
+        killed.
   nats_peer.py request URL SUBJECT PAYLOAD [--timeout SECONDS] [--attempts N] [--for SECONDS]
                       [--until-ok SECONDS] [--on-signal]
         send requests one after another and print one line per attempt on
@@ -20,7 +21,9 @@ scripts/ensure-venv; Tests/PortTestSupport/PythonVenv.swift).
         comes at once, and the attempts must not flood the servers).
         --until-ok: after a failure try again until a reply
         comes or SECONDS have gone by (an interest that has not travelled
-        between servers yet answers no responders at once).
+        between servers yet answers no responders at once), one attempt per
+        50 ms at most (so that a run of quick failures neither floods the
+        servers nor fills the pipe of a standard output nobody reads yet).
         --on-signal: once connected, print "connected" and wait for SIGUSR1
         before the first attempt (for a test that breaks something between
         the two, so that the attempts start at once after it).
@@ -51,13 +54,8 @@ async def connect(url):
 
 async def respond(args):
     nc = await connect(args.url)
-    served = 0
-
     async def handler(msg):
-        nonlocal served
         await msg.respond(args.prefix.encode() + msg.data)
-        served += 1
-        print(f"served {served}", flush=True)
 
     await nc.subscribe(args.subject, queue=args.queue or "", cb=handler)
     await nc.flush()
@@ -100,6 +98,7 @@ async def request(args):
             continue
         if status == 0 or args.until_ok is None or time.monotonic() >= deadline:
             break
+        await asyncio.sleep(max(0, started + 0.05 - time.monotonic()))  # pacing
     await nc.close()
     return status
 
