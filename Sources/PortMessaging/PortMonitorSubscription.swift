@@ -111,7 +111,8 @@ public final class PortMonitorSubscription: Sendable {
             }
             let reason = words.dropFirst().first ?? (words.isEmpty ? "the port does not support monitoring" : words[0])
             outcome = .declined(answer, reason)
-        case .sendTimedOut, .receiveTimedOut: outcome = .timedOut
+        // `.sent`: a zero timeout made it one-way, so no answer can come.
+        case .sendTimedOut, .receiveTimedOut, .sent: outcome = .timedOut
         case .invalidPort: outcome = .portGone
         }
         port.invalidate()
