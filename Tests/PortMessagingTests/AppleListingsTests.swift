@@ -143,7 +143,57 @@ private final class PerformSelectorDemo: @unchecked Sendable {
     func dealSelector1() { log.withLock { $0.append("not delayed") } }
 }
 
+/// The idiom `-[NSRunLoop run]`'s documentation gives for a loop that can be
+/// ended: a thread keeps its loop alive with a port and runs
+/// `while (shouldKeepRunning && [theRL runMode:NSDefaultRunLoopMode
+/// beforeDate:[NSDate distantFuture]]);`, and another thread ends it with
+/// `performSelector:onThread:withObject:waitUntilDone:modes:`, which
+/// Foundation delivers as a source of that thread's loop.
+private final class StoppableThread: @unchecked Sendable {
+    // Safe to share: `shouldKeepRunning` is written only by the perform,
+    // on the worker's thread, and read there; `log` is a Mutex.
+    var shouldKeepRunning = true
+    let log = Mutex<[String]>([])
+    let running = Completion()
+    let finished = Completion()
+
+    func threadMain() {
+        let theRL = PCRunLoop.current
+        let port = PCPort()  // [NSMachPort port]
+        try? theRL.add(port, forMode: .default)
+        running.signal()
+        while shouldKeepRunning && theRL.run(mode: .default, before: .distantFuture) {}
+        log.withLock { $0.append("loop ended") }
+        port.invalidate()
+        finished.signal()
+    }
+
+    func stopRunning() {
+        shouldKeepRunning = false
+        log.withLock { $0.append("stopRunning") }
+    }
+}
+
 @Suite(.serialized) struct AppleListingsTests {
+    /// A perform on the thread ends its runMode:beforeDate:, so the loop
+    /// sees the flag the perform cleared and ends.
+    @Test func aPerformOnAThreadEndsItsRunModeBeforeDateLoop() {
+        let worker = StoppableThread()
+        let thread = PCThread.detachNewThread { worker.threadMain() }
+        #expect(worker.running.wait(timeout: .seconds(20)))
+        // [worker performSelector:@selector(stopRunning) onThread:thread withObject:nil
+        //                waitUntilDone:NO modes:@[NSDefaultRunLoopMode]]
+        thread.perform(inModes: [.default], waitUntilDone: false) { worker.stopRunning() }
+        let ended = worker.finished.wait(timeout: .seconds(10))
+        #expect(ended, "runMode:beforeDate: went back to sleep after the perform")
+        if !ended {
+            // Ends the run that slept on: the loop then sees the flag.
+            thread.runLoop.stop()
+            #expect(worker.finished.wait(timeout: .seconds(10)))
+        }
+        #expect(worker.log.withLock { $0 } == ["stopRunning", "loop ended"])
+    }
+
     /// The kept-alive thread: the delayed perform runs, the loop keeps
     /// running after it (the port is still there), and returns once the
     /// port is gone.
