@@ -60,6 +60,23 @@ private final class MainThread: @unchecked Sendable {
         activeThreads.withLock { $0.append(port) }
         checkedIn.signal()
     }
+
+    /// The main thread: a loop thread that spawns (registers its port) and
+    /// goes on with its loop until the worker checked in; returned once the
+    /// port is registered.
+    func startLoop(myPortName: String) -> LoopThread {
+        let registered = Completion()
+        let mainLoop = LoopThread { [self] loop in
+            guard (try? mySpawnThread(myPortName: myPortName)) == true else { return }
+            registered.signal()
+            while !checkedIn.wait(timeout: .zero) {
+                _ = loop.runInMode(.default, timeout: .seconds(20), returnAfterSourceHandled: true)
+            }
+        }
+        mainLoop.go()
+        #expect(registered.wait(timeout: .seconds(20)))
+        return mainLoop
+    }
 }
 
 @Suite struct AppleMessagePortListingsTests {
@@ -68,17 +85,7 @@ private final class MainThread: @unchecked Sendable {
         let main = MainThread(names: try daemon.client())
         let myPortName = "com.myapp.MainThread-\(getpid())"
         let workerPortName = "com.MyApp.Thread-\(getpid())"
-        let registered = Completion()
-        let mainLoop = LoopThread { loop in
-            guard (try? main.mySpawnThread(myPortName: myPortName)) == true else { return }
-            registered.signal()
-            // The main thread goes on with its loop until the worker checked in.
-            while !main.checkedIn.wait(timeout: .zero) {
-                _ = loop.runInMode(.default, timeout: .seconds(20), returnAfterSourceHandled: true)
-            }
-        }
-        mainLoop.go()
-        #expect(registered.wait(timeout: .seconds(20)))
+        let mainLoop = main.startLoop(myPortName: myPortName)
 
         // Listing 3-19, in another process: the worker's own named port...
         let worker = try daemon.startPortctl(["listen", workerPortName, "--count", "1", "--json"])
@@ -111,16 +118,7 @@ private final class MainThread: @unchecked Sendable {
         let main = MainThread(names: try daemon.client())
         let names = try daemon.client()
         let myPortName = "com.myapp.MainThread-\(getpid())"
-        let registered = Completion()
-        let mainLoop = LoopThread { loop in
-            guard (try? main.mySpawnThread(myPortName: myPortName)) == true else { return }
-            registered.signal()
-            while !main.checkedIn.wait(timeout: .zero) {
-                _ = loop.runInMode(.default, timeout: .seconds(20), returnAfterSourceHandled: true)
-            }
-        }
-        mainLoop.go()
-        #expect(registered.wait(timeout: .seconds(20)))
+        let mainLoop = main.startLoop(myPortName: myPortName)
 
         let status = Mutex<RequestResult?>(nil)
         let sent = Completion()
