@@ -246,13 +246,17 @@ def _decode(record, fds):
 
 def _read_large(fd, length):
     """A large-data component: a sealed memory file of at least `length`
-    bytes (the seals checked first: an unsealed file could change or shrink)."""
+    bytes (the seals checked first: an unsealed file could change or shrink),
+    with no hole in those bytes."""
     try:
         seals = fcntl.fcntl(fd, fcntl.F_GET_SEALS)
     except OSError:
         raise WireError("a large component's descriptor is not a memory file") from None
     if seals & REQUIRED_SEALS != REQUIRED_SEALS or os.fstat(fd).st_size < length:
         raise WireError("a large component's memory file is not sealed or too short")
+    if length > 0 and os.lseek(fd, 0, os.SEEK_HOLE) < length:
+        # Reading a hole would allocate memory charged to us.
+        raise WireError("a large component's memory file has a hole in its announced range")
     with mmap.mmap(fd, length, prot=mmap.PROT_READ, flags=mmap.MAP_SHARED) as m:
         return bytes(m)
 
