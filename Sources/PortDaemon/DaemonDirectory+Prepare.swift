@@ -1,17 +1,26 @@
 // DaemonDirectory+Prepare: portd creates its instance directory when it is
 // missing, with the mode the instance's contract gives it (0700, or 0755 for
-// the system instance), then checks it as every client does. Only the
-// daemon creates it; clients only check (DaemonDirectory.check).
+// the system instance), inside the user's private runtime directory when
+// XDG_RUNTIME_DIR is unset (which must exist and pass the clients' check
+// first). Only the daemon creates it; clients only check
+// (DaemonDirectory.check).
 
 import PortCore
 import PortSystem
 
 extension DaemonDirectory {
-    /// Makes sure the directory of `location` exists and, for the `/tmp`
-    /// fallback, is private (see DaemonDirectory.check). Does nothing for an
-    /// explicit path.
+    /// Makes sure the directory of `location` exists and, without
+    /// XDG_RUNTIME_DIR, that the runtime directory holding it exists and is
+    /// private (see DaemonDirectory.check). Does nothing for an explicit
+    /// path.
     static func prepare(for location: DaemonSocketLocation, userID: UInt32) throws(DaemonDirectoryError) {
         guard let directory = location.directory else { return }
+        if let runtime = location.runtimeDirectory {
+            let status: FileStatus?
+            do { status = try FileSystem.status(ofPath: runtime) } catch { throw .system(error) }
+            if status == nil { throw .noRuntimeDirectory(path: runtime) }
+            try check(location, userID: userID)
+        }
         do {
             if try FileSystem.makeDirectory(directory, permissions: location.directoryPermissions) {
                 // mkdir applies the umask; the mode is part of the contract.
