@@ -118,6 +118,25 @@ public enum MemFD {
         }
     }
 
+    /// Writes all of `bytes` at `offset`, looping over short writes (the
+    /// file offset does not move). The corresponding C function is `pwrite`.
+    package static func write(_ fd: borrowing OwnedDescriptor, _ bytes: UnsafeRawBufferPointer, at offset: Int) throws(SystemCallError) {
+        let fd = fd.rawValue
+        var done = 0
+        while done < bytes.count {
+            guard let base = bytes.baseAddress else { return }
+            let n = try SystemCall.must("pwrite(memfd)") { pwrite(fd, base + done, bytes.count - done, off_t(offset + done)) }
+            done += n
+        }
+    }
+
+    /// Sets the file's size to `size` bytes; growing it adds a hole. The
+    /// corresponding C function is `ftruncate`.
+    package static func resize(_ fd: borrowing OwnedDescriptor, to size: Int) throws(SystemCallError) {
+        let fd = fd.rawValue
+        _ = try SystemCall.must("ftruncate(memfd)") { ftruncate(fd, off_t(size)) }
+    }
+
     /// Adds `seals`. The corresponding C function is `fcntl(F_ADD_SEALS)`.
     package static func addSeals(_ fd: borrowing OwnedDescriptor, _ seals: Seals) throws(SystemCallError) {
         let fd = fd.rawValue
@@ -135,6 +154,12 @@ public enum MemFD {
     /// The file's size in bytes. The corresponding C function is `fstat`.
     package static func size(_ fd: borrowing OwnedDescriptor) throws(SystemCallError) -> Int {
         try sizes(fd).size
+    }
+
+    /// The bytes allocated to the file (`st_blocks` × 512). The
+    /// corresponding C function is `fstat`.
+    package static func allocatedBytes(_ fd: borrowing OwnedDescriptor) throws(SystemCallError) -> Int {
+        try sizes(fd).allocated
     }
 
     /// The file's size and the bytes allocated to it (`st_blocks` × 512),

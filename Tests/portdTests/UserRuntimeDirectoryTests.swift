@@ -87,6 +87,7 @@ import PortTestSupport
         let user = 3_100_000_000 + 3 * 5_000_000 + UInt32(getpid())
         let runtime = "/run/user/\(user)"
         try? FileManager.default.removeItem(atPath: runtime)
+        defer { try? FileManager.default.removeItem(atPath: "/tmp/portd-\(user)") }  // what an old portd made
         let environment = ["HOME": "/nonexistent", "XDG_CONFIG_HOME": "/nonexistent"]
         let portd = try run(as: user, [try Binaries.portd], environment: environment)
         #expect(portd.status == 1)
