@@ -38,8 +38,7 @@ public struct NameServerField: Sendable, Hashable, CustomStringConvertible {
         return b
     }
 
-    /// Reads "KEY=VALUE"; nil when the text is not a field (the key is
-    /// a-z, 0-9 and _, the value holds no NUL).
+    /// Reads "KEY=VALUE"; nil when the text is not a field.
     package init?(text: String) {
         // On the text's UTF-8 bytes in place (a received component's text
         // is native, so contiguous): the key checked and both halves made
@@ -48,7 +47,6 @@ public struct NameServerField: Sendable, Hashable, CustomStringConvertible {
         let halves = text.withUTF8 { (utf8) -> (key: String, value: String)? in
             guard let eq = utf8.firstIndex(of: UInt8(ascii: "=")), eq > 0 else { return nil }
             for b in utf8[..<eq] where !Self.isKeyByte(b) { return nil }
-            if utf8[(eq + 1)...].contains(0) { return nil }
             return (
                 String(decoding: UnsafeBufferPointer(rebasing: utf8[..<eq]), as: UTF8.self),
                 String(decoding: UnsafeBufferPointer(rebasing: utf8[(eq + 1)...]), as: UTF8.self)
