@@ -17,13 +17,18 @@ import PortTestSupport
 @testable import PortDaemon
 
 @Suite struct NotifySocketTests {
-    /// More FDSTORE=1 than an unread notify socket holds.
-    private static let declared = (0..<16).map { "svc.p\($0)" }
+    /// More FDSTORE=1 than an unread notify socket holds (its queue takes
+    /// `net.unix.max_dgram_qlen` datagrams).
+    private static let declared: [String] = {
+        let text = (try? String(contentsOfFile: "/proc/sys/net/unix/max_dgram_qlen", encoding: .utf8)) ?? ""
+        let queue = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 10
+        return (0..<max(16, queue + 6)).map { "svc.p\($0)" }
+    }()
 
     /// A portd with the `declared` ports and a file-descriptor store,
     /// whose notify socket nobody reads yet, once it said its queue is full.
     private func portdWithAFullNotifySocket() throws -> DaemonProcess {
-        let d = try DaemonProcess(environment: ["FDSTORE": "64"], declaring: Self.declared)
+        let d = try DaemonProcess(environment: ["FDSTORE": "\(Self.declared.count)"], declaring: Self.declared)
         try d.child.waitForStandardError(containing: "notify socket is full")
         return d
     }
