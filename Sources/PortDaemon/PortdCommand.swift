@@ -27,7 +27,8 @@ struct PortdCommand: ParsableCommand {
             The socket is, first match wins: --socket PATH; $PORTD_SOCKET; \
             \(DaemonPaths.systemSocket) with --system; $XDG_RUNTIME_DIR/portd/portd.sock; \
             /run/user/$UID/portd/portd.sock (your runtime directory from pam_systemd: it must \
-            exist and be private, mode 700; otherwise portd says what to set). A socket passed by \
+            exist and be private, mode 700; otherwise portd says what to set; root's is made \
+            when missing). A socket passed by \
             systemd (portd.socket) is used instead of binding one.
 
             Configuration (portd.conf(5)): --config PATH; /etc/portd/portd.conf for \

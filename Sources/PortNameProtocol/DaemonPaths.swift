@@ -14,7 +14,8 @@
 //      `/tmp` could be taken by anyone first); it must exist and be private:
 //      owned by the user, mode 0700, not a symlink (checked by
 //      DaemonDirectory, never trusted blindly). portd refuses to start
-//      without it and says what to set.
+//      without it and says what to set, but for root, whose `/run/user/0`
+//      it makes itself.
 //
 // This file is pure: it reads the environment through the closure it is
 // given and touches no file, so tests pass a dictionary.

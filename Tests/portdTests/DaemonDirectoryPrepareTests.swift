@@ -23,8 +23,9 @@ import PortCore
         let missing = DaemonSocketLocation(path: "\(base)/missing/portd/portd.sock", origin: .userFallback)
         try DaemonDirectory.check(missing, userID: uid)  // missing: no daemon, fine for a client
         #expect(throws: DaemonDirectoryError.noRuntimeDirectory(path: "\(base)/missing")) {
-            try DaemonDirectory.prepare(for: missing, userID: uid)
+            try DaemonDirectory.prepare(for: missing, userID: 1000)  // only root's is made
         }
+        #expect(!exists("\(base)/missing"))
         #expect(DaemonDirectoryError.noRuntimeDirectory(path: "/run/user/7").description.contains("set XDG_RUNTIME_DIR"))
 
         #expect(mkdir("\(base)/private", 0o700) == 0)
@@ -39,6 +40,16 @@ import PortCore
         #expect(throws: DaemonDirectoryError.self) { try DaemonDirectory.prepare(for: open, userID: uid) }
         #expect(throws: DaemonDirectoryError.self) { try DaemonDirectory.check(open, userID: uid) }
         #expect(!exists("\(base)/open/portd"), "nothing is made in a directory that is not private")
+
+        // Root's runtime directory is made when missing, its parent too.
+        if uid == 0 {
+            let root = DaemonSocketLocation(path: "\(base)/user/0/portd/portd.sock", origin: .userFallback)
+            try DaemonDirectory.prepare(for: root, userID: 0)
+            #expect(try FileSystem.status(ofPath: "\(base)/user")?.permissions == 0o755)
+            #expect(try FileSystem.status(ofPath: "\(base)/user/0")?.permissions == 0o700)
+            #expect(try FileSystem.status(ofPath: "\(base)/user/0/portd")?.permissions == 0o700)
+            for made in ["user/0/portd", "user/0", "user"] { rmdir("\(base)/\(made)") }
+        }
 
         symlink("\(base)/private", "\(base)/link")
         let link = DaemonSocketLocation(path: "\(base)/link/portd/portd.sock", origin: .userFallback)
