@@ -1,6 +1,7 @@
 # Makefile: install portd and portctl as a system service, and package them.
 #
-#   make                  release build of portd and portctl (Swift runtime
+#   make                  release build of portd, portctl and, when the
+#                         package has it, portd-bridge (Swift runtime
 #                         linked statically, glibc dynamically)
 #   make install          install under $(DESTDIR)$(PREFIX) (see README, Install)
 #   make uninstall        remove exactly what make install recorded
@@ -37,6 +38,9 @@ SYSTEMDUSERUNITDIR ?= $(or $(shell pkg-config $(SYSTEMD_DEFINES) --variable=syst
 BASHCOMPDIR ?= $(DATADIR)/bash-completion/completions
 ZSHCOMPDIR ?= $(DATADIR)/zsh/site-functions
 FISHCOMPDIR ?= $(DATADIR)/fish/vendor_completions.d
+SYSUSERSDIR ?= $(or $(shell pkg-config $(SYSTEMD_DEFINES) --variable=sysusersdir systemd 2>/dev/null),$(PREFIX)/lib/sysusers.d)
+# portd-bridge(8), built and installed with the rest once Package.swift declares it.
+BRIDGE := $(if $(shell grep -s 'name: "portd-bridge"' Package.swift),portd-bridge)
 
 # --static-swift-stdlib: the Swift runtime and Foundation inside the binary,
 # glibc (and libsystemd for portd) dynamic; docs/BENCHMARKS.md, "Installed
@@ -73,7 +77,7 @@ SWIFT_BUILD = $(SWIFT) build -c release --static-swift-stdlib -Xswiftc -use-ld=l
 BUILDDIR = $(CURDIR)/.build-install/release
 
 export DESTDIR PREFIX BINDIR MANDIR DOCDIR SYSCONFDIR MANIFEST STRIP BUILDDIR
-export SYSTEMDSYSTEMUNITDIR SYSTEMDUSERUNITDIR BASHCOMPDIR ZSHCOMPDIR FISHCOMPDIR
+export SYSTEMDSYSTEMUNITDIR SYSTEMDUSERUNITDIR BASHCOMPDIR ZSHCOMPDIR FISHCOMPDIR SYSUSERSDIR
 
 .PHONY: all build install install-files uninstall deb check-install clean
 
@@ -82,6 +86,7 @@ all: build
 build: $(STATIC_CXX_DIR)/libstdc++.a
 	$(SWIFT_BUILD) --product portd
 	$(SWIFT_BUILD) --product portctl
+	$(if $(BRIDGE),$(SWIFT_BUILD) --product portd-bridge)
 
 $(STATIC_CXX_DIR)/libstdc++.a:
 	@case "$(LIBSTDCXX_A)" in /*) ;; *) echo "make: libstdc++.a not found ($(CC) -print-file-name=libstdc++.a)" >&2; exit 1 ;; esac

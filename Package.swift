@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "PortCore", targets: ["PortCore"]),
         .executable(name: "portd", targets: ["portd"]),
         .executable(name: "portctl", targets: ["portctl"]),
+        .executable(name: "portd-bridge", targets: ["portd-bridge"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -76,6 +77,24 @@ let package = Package(
             ]
         ),
         .executableTarget(name: "portd", dependencies: ["PortDaemon"]),
+        // libnats, the official NATS C client, linked by portd-bridge only.
+        .systemLibrary(
+            name: "CNats",
+            pkgConfig: "libnats",
+            providers: [.apt(["libnats-dev"])]
+        ),
+        // PortBridge: names across hosts through NATS (docs/DESIGN.md §10),
+        // an ordinary client of the local portd through PortCore; it reuses
+        // the daemon library's configuration syntax, logging and sd_notify.
+        .target(
+            name: "PortBridge",
+            dependencies: [
+                "PortCore", "PortDaemon", "CNats",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(name: "portd-bridge", dependencies: ["PortBridge"]),
         .executableTarget(
             name: "portctl",
             dependencies: [
@@ -100,7 +119,8 @@ let package = Package(
         .target(
             name: "PortTestSupport",
             dependencies: ["CPortSystem", "PortSystem", "PortWire", "PortRunLoop", "PortNameClient"],
-            path: "Tests/PortTestSupport"
+            path: "Tests/PortTestSupport",
+            exclude: ["Python"]  // Python peers the tests run (nats-py ones in scripts/ensure-venv's venv)
         ),
         .testTarget(name: "PortSystemTests", dependencies: ["PortSystem", "CPortSystem", "PortWire", "PortTestSupport"]),
         .testTarget(name: "PortWireTests", dependencies: ["PortWire", "PortSystem", "PortTestSupport", "FuzzWireDecoder"]),
@@ -141,6 +161,14 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             exclude: ["Fixtures"]
+        ),
+        // The NATS test topology of PortTestSupport (a hub with JetStream,
+        // a leaf server per host, nats-py peers) proved on its own, for the
+        // bridge's tests that stand on it.
+        .testTarget(name: "NatsTopologyTests", dependencies: ["PortTestSupport"]),
+        .testTarget(
+            name: "PortBridgeTests",
+            dependencies: ["PortBridge", "PortCore", "PortTestSupport", .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(
             name: "portctlTests",

@@ -523,6 +523,28 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
         dropConnection(source, id: id)
     }
 
+    /// Stops (`held`) or resumes reading connection `id`: a held
+    /// connection's records wait in the kernel's queue, so its sender is
+    /// held back once that queue is full, as by a slow receiver (a bridge
+    /// holds a connection while its window of unacknowledged messages is
+    /// full). Records already read ahead are still delivered. Nothing when
+    /// there is no such connection. Any thread.
+    package func holdConnection(_ id: UInt64, _ held: Bool) {
+        let (source, targets) = lock.withLock { (connections[id], scheduled) }
+        guard let source else { return }
+        for (loop, mode) in targets {
+            if held {
+                loop.remove(source, forMode: mode)
+            } else {
+                do {
+                    try loop.add(source, forMode: mode)
+                } catch {
+                    logger.error("cannot resume reading connection \(id) of \(self): \(error)")
+                }
+            }
+        }
+    }
+
     /// Reads and drops every record queued on a connection about to close.
     /// Reading is shut down first, so nothing can arrive between the last
     /// read and the close (a record that did would be left unread, and the

@@ -505,6 +505,7 @@ public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvert
 
     /// Calls `handler` on `loop`'s thread once the port this right leads to
     /// is gone (its owner invalidated it or exited), without having to send.
+    /// Costs one descriptor while the right is watched.
     public func onInvalidation(
         in loop: PCRunLoop, forMode mode: PCRunLoop.Mode = .common, _ handler: @escaping () -> Void
     ) throws(SystemCallError) {
@@ -513,7 +514,14 @@ public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvert
         guard let connection = currentConnection() else {
             throw SystemCallError(call: "epoll_ctl(ADD)", errno: .badFileDescriptor)  // an invalidated right
         }
-        let source = PortSource(sharing: connection, events: [.readHangUp]) { s in
+        // The source watches a duplicate of the connection (closed with the
+        // source, which `invalidate()` takes down first): epoll holds one
+        // entry per descriptor and open file in a set, so the duplicate lets
+        // a request's reply source watch the same connection in the same
+        // mode (a server on one loop that watches its rights and requests
+        // on them, `request(_:on:completion:)`).
+        let watched = SharedDescriptor(try Descriptor.duplicate(connection.descriptor))
+        let source = PortSource(sharing: watched, events: [.readHangUp]) { s in
             s.invalidate()
             handler()
         }

@@ -44,6 +44,15 @@ package enum CurrentProcess {
 
     /// The value of an environment variable, or nil when unset. The
     /// corresponding C function is `getenv`.
+    /// This host's name (the kernel's nodename). The corresponding C
+    /// function is `gethostname`.
+    package static func hostName() throws(SystemCallError) -> String {
+        var buffer = [CChar](repeating: 0, count: 256)
+        _ = try SystemCall.must("gethostname") { gethostname(&buffer, buffer.count - 1) }
+        let end = buffer.firstIndex(of: 0) ?? buffer.count
+        return String(decoding: buffer[..<end].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
     package static func environment(_ name: String) -> String? {
         guard let value = getenv(name) else { return nil }
         return String(cString: value)

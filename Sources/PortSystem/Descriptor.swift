@@ -22,6 +22,15 @@ package enum Descriptor {
         return OwnedDescriptor(adopting: try SystemCall.must("fcntl(F_DUPFD_CLOEXEC)") { fcntl(n, F_DUPFD_CLOEXEC, minimum) })
     }
 
+    /// A CLOEXEC duplicate of a descriptor number another library owns
+    /// (a C library's socket), owned by the caller; the number itself is
+    /// never closed here. The corresponding C function is
+    /// `fcntl(F_DUPFD_CLOEXEC)`.
+    package static func duplicate(foreign number: Int32) throws(SystemCallError) -> OwnedDescriptor {
+        precondition(number >= 0, "Descriptor.duplicate(foreign: \(number)): not a descriptor")
+        return OwnedDescriptor(adopting: try SystemCall.must("fcntl(F_DUPFD_CLOEXEC)") { fcntl(number, F_DUPFD_CLOEXEC, 0) })
+    }
+
     /// Sets or clears O_NONBLOCK on the open file description of `fd`
     /// (shared by every duplicate, in every process). The corresponding C
     /// function is `fcntl(F_SETFL)`.

@@ -66,6 +66,7 @@ package enum Binaries {
 
     package static var portd: String { get throws { try path("portd") } }
     package static var portctl: String { get throws { try path("portctl") } }
+    package static var portdBridge: String { get throws { try path("portd-bridge") } }
 }
 
 /// A fresh directory under /tmp, removed when the value goes away.
@@ -232,7 +233,10 @@ package final class ChildProcess: @unchecked Sendable {
     package let pid: Int32
     package let executable: String
     private let outputFD: Int32
+    /// Standard error's pipe; -1 when `errorCollector` reads it.
     private let errorFD: Int32
+    /// Standard error read as it comes (`init(collectingStandardError: true)`).
+    package let errorCollector: OutputCollector?
     /// An eventfd that becomes readable when the child has exited (for poll).
     package let exitEvent: Int32
     private let lock = NSLock()
@@ -248,10 +252,12 @@ package final class ChildProcess: @unchecked Sendable {
     /// Starts `executable`; its standard input is /dev/null, or a pipe fed
     /// with `input` (then closed) by a thread of its own; `passing` maps
     /// further child descriptor numbers to ours (as a service manager passes
-    /// sockets, starting at 3).
+    /// sockets, starting at 3). `collectingStandardError`: a thread reads
+    /// standard error as it comes (`errorCollector`), for a child that
+    /// writes more than a pipe holds while nothing reads it.
     package init(
         executable: String, arguments: [String], environment: [String: String] = ChildProcess.cleanEnvironment(),
-        input: [UInt8]? = nil, passing: [Int32: Int32] = [:]
+        input: [UInt8]? = nil, passing: [Int32: Int32] = [:], collectingStandardError: Bool = false
     ) throws {
         self.executable = executable
         var outPipe: [Int32] = [-1, -1]
@@ -307,7 +313,13 @@ package final class ChildProcess: @unchecked Sendable {
         }
         pid = child
         outputFD = outPipe[0]
-        errorFD = errPipe[0]
+        if collectingStandardError {
+            errorFD = -1
+            errorCollector = OutputCollector(reading: errPipe[0])
+        } else {
+            errorFD = errPipe[0]
+            errorCollector = nil
+        }
         exitEvent = try EventFD.create().take()  // the harness's; closed in deinit
         let exitEvent = self.exitEvent
 
@@ -326,7 +338,7 @@ package final class ChildProcess: @unchecked Sendable {
 
     deinit {
         close(outputFD)
-        close(errorFD)
+        if errorFD >= 0 { close(errorFD) }
         close(exitEvent)
     }
 
@@ -396,7 +408,8 @@ package final class ChildProcess: @unchecked Sendable {
 
     /// Standard error, complete once the child (and anything that inherited it) has exited.
     package var standardError: String {
-        lock.withLock {
+        if let errorCollector { return (try? errorCollector.waitForEnd()) ?? errorCollector.text }
+        return lock.withLock {
             if collectedError == nil { collectedError = errorPrefix + Self.readToEnd(errorFD) }
             return collectedError!
         }
@@ -422,6 +435,10 @@ package final class ChildProcess: @unchecked Sendable {
 
     /// Reads standard error until it contains `text` (for a child that keeps running).
     package func waitForStandardError(containing text: String, timeout: Duration = HarnessTimeout) throws {
+        if let errorCollector {
+            try errorCollector.waitFor(text, timeout: timeout)
+            return
+        }
         let deadline = MonotonicInstant.now() + timeout
         var seen = lock.withLock { errorPrefix }
         var chunk = [UInt8](repeating: 0, count: 1024)

@@ -11,29 +11,29 @@
 // reads a value throws it, and the code that knows the file and line turns
 // it into a ConfigurationError.
 
-struct ConfigurationError: Error, Equatable, Sendable, CustomStringConvertible {
+package struct ConfigurationError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The file (or drop-in directory) the error is in.
-    let file: String
+    package let file: String
     /// The 1-based line, or nil for the file as a whole.
-    let line: Int?
+    package let line: Int?
     /// What is wrong, without the location.
-    let message: String
+    package let message: String
 
-    init(file: String, line: Int?, _ message: String) {
+    package init(file: String, line: Int?, _ message: String) {
         self.file = file
         self.line = line
         self.message = message
     }
 
-    var description: String {
+    package var description: String {
         if let line { return "\(file):\(line): \(message)" }
         return "\(file): \(message)"
     }
 }
 
 /// What is wrong with one value, without its location.
-struct InvalidValue: Error, Equatable, Sendable {
-    let message: String
+package struct InvalidValue: Error, Equatable, Sendable {
+    package let message: String
 
-    init(_ message: String) { self.message = message }
+    package init(_ message: String) { self.message = message }
 }

@@ -20,27 +20,27 @@
 //     error naming the line.
 // Pure: text in, document or ConfigurationError out.
 
-struct IniDocument: Equatable, Sendable {
-    struct Assignment: Equatable, Sendable {
-        let key: String
-        let value: String
+package struct IniDocument: Equatable, Sendable {
+    package struct Assignment: Equatable, Sendable {
+        package let key: String
+        package let value: String
         /// 1-based number of the line the assignment starts on.
-        let line: Int
+        package let line: Int
     }
 
-    struct Section: Equatable, Sendable {
-        let name: String
+    package struct Section: Equatable, Sendable {
+        package let name: String
         /// 1-based number of the header line.
-        let line: Int
-        var assignments: [Assignment]
+        package let line: Int
+        package var assignments: [Assignment]
     }
 
     /// The file the text came from, for error messages.
-    let file: String
-    var sections: [Section]
+    package let file: String
+    package var sections: [Section]
 
     /// Parses `text`; `file` only names it in errors.
-    init(parsing text: String, file: String) throws(ConfigurationError) {
+    package init(parsing text: String, file: String) throws(ConfigurationError) {
         self.file = file
         sections = []
         // "\r\n" is one Character in Swift, so split on both.

@@ -14,7 +14,7 @@
 
 import PortCore
 
-struct NamePattern: Equatable, Hashable, Sendable, CustomStringConvertible {
+package struct NamePattern: Equatable, Hashable, Sendable, CustomStringConvertible {
     private enum Token: Equatable, Hashable, Sendable {
         case byte(UInt8)
         case anyByte
@@ -32,13 +32,13 @@ struct NamePattern: Equatable, Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The pattern as written.
-    let text: String
+    package let text: String
     private let tokens: [Token]
 
     /// The pattern that matches every name.
     static let everything = try! NamePattern("*")
 
-    init(_ text: String) throws(InvalidValue) {
+    package init(_ text: String) throws(InvalidValue) {
         self.text = text
         let bytes = Array(text.utf8)
         guard !bytes.isEmpty else { throw InvalidValue("an empty name pattern") }
@@ -116,7 +116,7 @@ struct NamePattern: Equatable, Hashable, Sendable, CustomStringConvertible {
     }
 
     /// Whether `name` matches the whole pattern.
-    func matches(_ name: String) -> Bool {
+    package func matches(_ name: String) -> Bool {
         // The name's bytes are read in place: a copy of them per call
         // showed in the profile of a LIST (the policy asked per name).
         if let matched = name.utf8.withContiguousStorageIfAvailable({ matches(bytes: $0) }) { return matched }
@@ -149,7 +149,7 @@ struct NamePattern: Equatable, Hashable, Sendable, CustomStringConvertible {
         return p == tokens.count
     }
 
-    var description: String { text }
+    package var description: String { text }
 
     private static func isNameByte(_ b: UInt8) -> Bool { NameServerProtocol.isNameByte(b) }
 }

@@ -11,7 +11,7 @@
 import Logging
 import PortCore
 
-enum LogDestination: Equatable {
+package enum LogDestination: Equatable {
     case journal
     case standardError
 
@@ -40,17 +40,18 @@ enum LogDestination: Equatable {
     }
 
     /// Installs the handler for the whole process; call once, first thing.
-    static func bootstrap() -> Logger {
+    /// `identifier` names the program in every line (portd, portd-bridge).
+    package static func bootstrap(identifier: String = "portd") -> Logger {
         let destination = detect()
         let given = CurrentProcess.environment("PORTD_LOG_LEVEL")
         let level = level(from: given)
         LoggingSystem.bootstrap { _ -> any LogHandler in
             switch destination {
-            case .journal: JournalLogHandler(logLevel: level)
-            case .standardError: StderrLogHandler(logLevel: level)
+            case .journal: JournalLogHandler(identifier: identifier, logLevel: level)
+            case .standardError: StderrLogHandler(identifier: identifier, logLevel: level)
             }
         }
-        let logger = Logger(label: "portd")
+        let logger = Logger(label: identifier)
         if let given, Logger.Level(rawValue: given.lowercased()) == nil {
             logger.warning(
                 "PORTD_LOG_LEVEL=\(given) is not a level (trace, debug, info, notice, warning, error, critical); logging at info")

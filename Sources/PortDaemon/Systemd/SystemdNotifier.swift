@@ -21,14 +21,15 @@
 // sent", so portd calls these unconditionally; NOTIFY_SOCKET stays in the
 // environment; a STATUS= text never contains a newline. Other failures
 // are returned to the caller to log, never fatal: a daemon must not die
-// because its manager is unreachable. Used on portd's loop thread only.
+// because its manager is unreachable. Used on the loop thread of portd
+// (or portd-bridge) only.
 // Only Sources/PortDaemon/Systemd/ imports CSystemd.
 
 import CSystemd
 import Logging
 import PortCore
 
-final class SystemdNotifier {
+package final class SystemdNotifier {
     /// How often what waits is sent again while the manager's queue is full.
     static let retryInterval: Duration = .milliseconds(100)
 
@@ -54,7 +55,7 @@ final class SystemdNotifier {
     private(set) var droppedStatusLines = 0
     private var reportedFullQueue = false
 
-    init(logger: Logger = Logger(label: "portd.notify"), environment: (String) -> String? = CurrentProcess.environment) {
+    package init(logger: Logger = Logger(label: "portd.notify"), environment: (String) -> String? = CurrentProcess.environment) {
         self.logger = logger
         let value = environment("NOTIFY_SOCKET") ?? ""
         isEnabled = !value.isEmpty
@@ -71,27 +72,27 @@ final class SystemdNotifier {
     var waiting: Int { pending.count }
 
     /// Retries what waits from a timer on `loop` (portd's), from now on.
-    func attach(to loop: PCRunLoop) {
+    package func attach(to loop: PCRunLoop) {
         self.loop = loop
         if !pending.isEmpty { armRetry() }
     }
 
     /// READY=1: start-up is finished; sent after the control socket listens.
     @discardableResult
-    func ready(status: String? = nil) throws(SystemCallError) -> Bool {
+    package func ready(status: String? = nil) throws(SystemCallError) -> Bool {
         try send(["READY=1"] + statusLine(status))
     }
 
     /// STATUS=: a one-line description shown by `systemctl status`. Returns
     /// false when it was not sent: no manager, or dropped (its queue full).
     @discardableResult
-    func status(_ text: String) throws(SystemCallError) -> Bool {
+    package func status(_ text: String) throws(SystemCallError) -> Bool {
         try send(statusLine(text), mustArrive: false)
     }
 
     /// STOPPING=1: shutdown has begun.
     @discardableResult
-    func stopping(status: String? = nil) throws(SystemCallError) -> Bool {
+    package func stopping(status: String? = nil) throws(SystemCallError) -> Bool {
         try send(["STOPPING=1"] + statusLine(status))
     }
 
@@ -104,7 +105,7 @@ final class SystemdNotifier {
     /// RELOADING=1 with the MONOTONIC_USEC= that Type=notify-reload requires;
     /// follow with `ready()` when the reload is done.
     @discardableResult
-    func reloading(status: String? = nil) throws(SystemCallError) -> Bool {
+    package func reloading(status: String? = nil) throws(SystemCallError) -> Bool {
         let microseconds = MonotonicInstant.now().nanoseconds / 1_000
         return try send(["RELOADING=1", "MONOTONIC_USEC=\(microseconds)"] + statusLine(status))
     }

@@ -2,7 +2,9 @@
 // uid (setpriv) registering: without DefaultRegister= a name no rule allows
 // is denied to it, with a message naming the missing AllowRegister= rule,
 // while root still registers; the shipped examples/portd-system.conf lets
-// the uid it names register its name.
+// the uid it names register its name, and the shipped
+// examples/portd-bridge-policy.conf lets the bridge's user register exactly
+// the names it imports, and nobody else.
 
 import Foundation
 import Glibc
@@ -68,6 +70,31 @@ import PortTestSupport
         #expect(try registerAsNobody("org.example.spooler", socket: portd.socketPath).first == "registered")
         #expect(try registerAsNobody("org.example.other", socket: portd.socketPath).first == "denied")
         #expect(try registerAsNobody("com.example.squat", socket: portd.socketPath).first == "denied")
+        #expect(try portd.stop() == 0)
+    }
+
+    @Test func theShippedBridgePolicyLetsTheBridgeUserRegisterExactlyTheImportedNames() throws {
+        try #require(getuid() == 0, "this test drops privileges with setpriv: run as root")
+        let dir = try TemporaryDirectory()
+        try FileSystem.setPermissions(dir.path, 0o755)
+        // examples/portd-bridge-policy.conf as the drop-in it is meant to
+        // be, beside an empty main file; the user portd-bridge is nobody here.
+        let example = try String(contentsOfFile: SourceTree.path("examples/portd-bridge-policy.conf"), encoding: .utf8)
+        #expect(example.contains("AllowRegister=org.example.remote.* user:portd-bridge"))
+        let config = dir.appending("portd.conf")
+        try "".write(toFile: config, atomically: true, encoding: .utf8)
+        try FileManager.default.createDirectory(atPath: config + ".d", withIntermediateDirectories: false)
+        try example.replacingOccurrences(of: "user:portd-bridge", with: "user:65534").write(
+            toFile: config + ".d/50-portd-bridge.conf", atomically: true, encoding: .utf8)
+        let portd = try DaemonProcess.started(
+            socket: dir.appending("portd.sock"), arguments: ["--system", "--config", config])
+        // The bridge's user registers an imported name, and nothing else.
+        #expect(try registerAsNobody("org.example.remote.echo", socket: portd.socketPath).first == "registered")
+        #expect(try registerAsNobody("org.example.local", socket: portd.socketPath).first == "denied")
+        // Nobody else takes an imported name, root included.
+        let root = try NameClient(socket: portd.socketPath)
+        #expect(try root.register("org.example.remote.other").outcome == "denied")
+        #expect(try root.register("org.example.local").outcome == "registered")
         #expect(try portd.stop() == 0)
     }
 }

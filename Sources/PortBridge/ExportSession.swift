@@ -1,0 +1,244 @@
+// ExportSession: the exporting bridge's end of one session — a connection
+// to the local owner of an exported name (LOOKUP'ed when the session
+// opened) and the records that came for it over NATS, delivered in the
+// order they came, one at a time: a one-way record is acknowledged once
+// the local send returned "sent" (the importer's window moves on), a
+// request is answered with the owner's reply. The local send never waits
+// on the loop's thread: a full queue is tried again shortly (the record
+// stays first in line, so order holds).
+//
+// A call without a session (a plain NATS request from any client) is the
+// same delivery on a connection used once.
+//
+// All of it runs on the bridge's loop thread.
+
+import Logging
+import PortCore
+
+final class ExportSession {
+    let id: UInt64
+    let name: String
+    let right: SendRight
+    /// The importing bridge's subject for this session (P._c.A.SID); nil
+    /// for a one-shot call.
+    let peer: String?
+    var lastHeard = MonotonicInstant.now()
+    var pinging = false
+    /// Records waiting their turn: the message, and the NATS reply subject
+    /// to answer.
+    var queue: [(message: PCPortMessage, request: Bool, reply: String?, sessionHeader: String?)] = []
+    var busy = false
+    var retryDelay: Duration = .milliseconds(1)
+
+    init(id: UInt64, name: String, right: SendRight, peer: String?) {
+        self.id = id
+        self.name = name
+        self.right = right
+        self.peer = peer
+    }
+}
+
+extension Bridge {
+    /// A message on P.NAME: a session's first record, or a one-shot call.
+    func exportCall(_ name: String, _ m: NatsMessage) {
+        guard exported[name] != nil else {
+            answerError(m.reply, BridgeRefusal(404, "\(name) is not exported here"))
+            return
+        }
+        let decoded: (message: PCPortMessage, request: Bool)
+        do {
+            decoded = try BridgeRecord.decode(m.data, maxPayload: maxPayload)
+        } catch {
+            refused += 1
+            logRefusal(name, m, error)
+            answerError(m.reply, error)
+            return
+        }
+        let right: SendRight
+        do {
+            guard case .found(let r, _) = try names.resolve(name) else {
+                answerError(m.reply, BridgeRefusal(503, "\(name) has no owner here any more"))
+                return
+            }
+            right = r
+        } catch {
+            answerError(m.reply, BridgeRefusal(503, "cannot look \(name) up here: \(error)"))
+            return
+        }
+        let sid = nextSession
+        nextSession += 1
+        let opening = m.session == "open"
+        let session = ExportSession(id: sid, name: name, right: right, peer: opening ? m.peer : nil)
+        exportSessions[sid] = session
+        do {
+            try right.onInvalidation(in: loop, forMode: .common) { [weak self] in
+                self?.closeExportSession(sid, notifyPeer: true, why: "the owner of \(name) went away")
+            }
+        } catch {
+            closeExportSession(sid, notifyPeer: false, why: "cannot watch the owner: \(error)")
+            answerError(m.reply, BridgeRefusal(503, "cannot watch the owner of \(name)"))
+            return
+        }
+        let header = opening ? "\(prefix)._s.\(bridgeID).\(String(sid, radix: 36))" : nil
+        logger.trace("export session \(sid) of \(name) opened", metadata: ["origin": "\(m.origin ?? "-")"])
+        session.queue.append((decoded.message, decoded.request, m.reply, header))
+        runExportQueue(session)
+    }
+
+    /// A message on P._s.B.SID: a record of an open session, or its control.
+    func exportSessionMessage(_ m: NatsMessage) {
+        guard let dot = m.subject.lastIndex(of: "."), let sid = UInt64(m.subject[m.subject.index(after: dot)...], radix: 36),
+            let session = exportSessions[sid]
+        else {
+            answerError(m.reply, BridgeRefusal(503, "no such session here (it was closed)"))
+            return
+        }
+        session.lastHeard = .now()
+        switch m.session {
+        case "close":
+            closeExportSession(sid, notifyPeer: false, why: nil)
+            return
+        case "ping":
+            if let reply = m.reply { try? nats?.publish(reply) }
+            return
+        default: break
+        }
+        do {
+            let decoded = try BridgeRecord.decode(m.data, maxPayload: maxPayload)
+            session.queue.append((decoded.message, decoded.request, m.reply, nil))
+            runExportQueue(session)
+        } catch {
+            refused += 1
+            logRefusal(session.name, m, error)
+            answerError(m.reply, error)
+            closeExportSession(sid, notifyPeer: true, why: "a malformed record")
+        }
+    }
+
+    /// Delivers the session's next record unless one is on its way.
+    func runExportQueue(_ session: ExportSession) {
+        while !session.busy, let next = session.queue.first {
+            var headers: KeyValuePairs<String, String> = [:]
+            if let h = next.sessionHeader { headers = [BridgeHeader.session: h] }
+            if next.request {
+                session.busy = true
+                let sid = session.id
+                let outcome: RequestResult?
+                do {
+                    outcome = try session.right.request(
+                        next.message, sendTimeout: .zero, receiveTimeout: .seconds(600), on: loop, mode: .common
+                    ) { [weak self] result in
+                        self?.exportReplied(sid, result)
+                    }
+                } catch {
+                    exportReplied(sid, .failure(error))
+                    return
+                }
+                switch outcome {
+                case nil: return  // the reply comes to exportReplied
+                case .sendTimedOut?:
+                    session.busy = false
+                    retryLater(session)
+                    return
+                case let done?:
+                    exportReplied(sid, .success(done))
+                }
+            } else {
+                let result: SendResult
+                do {
+                    result = try session.right.send(next.message, before: .now())
+                } catch {
+                    finishExport(session, error: BridgeRefusal(503, "the local send failed: \(error)"))
+                    return
+                }
+                switch result {
+                case .sent:
+                    session.queue.removeFirst()
+                    session.retryDelay = .milliseconds(1)
+                    if let reply = next.reply { try? nats?.publish(reply, headers: headers) }
+                    if session.peer == nil && session.queue.isEmpty { closeExportSession(session.id, notifyPeer: false, why: nil) }
+                case .timedOut:
+                    retryLater(session)
+                    return
+                case .receiverGone:
+                    finishExport(session, error: BridgeRefusal(503, "the owner of \(session.name) went away"))
+                    return
+                }
+            }
+        }
+    }
+
+    /// The owner's queue was full: the first record is tried again after a
+    /// short, growing pause (at most 50 ms), in order.
+    private func retryLater(_ session: ExportSession) {
+        let sid = session.id
+        let delay = session.retryDelay
+        session.retryDelay = min(delay * 2, .milliseconds(50))
+        session.busy = true
+        loop.perform(after: delay, inModes: [.common]) { [weak self] in
+            guard let self, let s = self.exportSessions[sid] else { return }
+            s.busy = false
+            self.runExportQueue(s)
+        }
+    }
+
+    private func exportReplied(_ sid: UInt64, _ result: Result<RequestResult, PortError>) {
+        logger.trace("export session \(sid): the owner answered: \(result)")
+        guard let session = exportSessions[sid], let next = session.queue.first else { return }
+        session.busy = false
+        session.queue.removeFirst()
+        var headers: [(String, String)] = []
+        if let h = next.sessionHeader { headers.append((BridgeHeader.session, h)) }
+        switch result {
+        case .success(.reply(let reply)):
+            do {
+                let bytes = try BridgeRecord.encode(reply, request: false, hasPassedPort: false, maxBytes: maxPayload - BridgeRecord.headerRoom)
+                if let r = next.reply { try? publish(r, headers, bytes) }
+            } catch {
+                answerError(next.reply, error)
+            }
+        case .success(.receiveTimedOut):
+            answerError(next.reply, BridgeRefusal(504, "the owner of \(session.name) did not answer"))
+        case .success(.sendTimedOut):
+            answerError(next.reply, BridgeRefusal(504, "the owner of \(session.name) did not take the request"))
+        case .success(.invalidPort), .failure:
+            finishExport(session, error: BridgeRefusal(503, "the owner of \(session.name) went away"))
+            return
+        }
+        if session.peer == nil && session.queue.isEmpty {
+            closeExportSession(sid, notifyPeer: false, why: nil)
+        } else {
+            runExportQueue(session)
+        }
+    }
+
+    private func publish(_ subject: String, _ headers: [(String, String)], _ payload: [UInt8]) throws(NatsError) {
+        guard let nats else { return }
+        switch headers.count {
+        case 0: try nats.publish(subject, payload: payload)
+        default: try nats.publish(subject, headers: [BridgeHeader.session: headers[0].1], payload: payload)
+        }
+    }
+
+    /// Fails what is queued with `error` and closes the session.
+    private func finishExport(_ session: ExportSession, error: BridgeRefusal) {
+        for q in session.queue { answerError(q.reply, error) }
+        session.queue = []
+        closeExportSession(session.id, notifyPeer: true, why: error.text)
+    }
+
+    func closeExportSession(_ sid: UInt64, notifyPeer: Bool, why: String?) {
+        guard let session = exportSessions.removeValue(forKey: sid) else { return }
+        if !session.queue.isEmpty {
+            lostInFlight += session.queue.count
+            for q in session.queue { answerError(q.reply, BridgeRefusal(503, why ?? "the session closed")) }
+        }
+        session.right.invalidate()
+        if notifyPeer, let peer = session.peer { try? nats?.publish(peer, headers: [BridgeHeader.session: "closed"]) }
+        if let why { logger.debug("export session \(sid) of \(session.name) closed: \(why)") }
+    }
+
+    func logRefusal(_ name: String, _ m: NatsMessage, _ refusal: BridgeRefusal) {
+        logger.warning("refused a message for \(name): \(refusal)", metadata: ["origin": "\(m.origin ?? "-")"])
+    }
+}

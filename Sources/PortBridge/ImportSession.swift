@@ -1,0 +1,307 @@
+// ImportSession: the importing bridge's end of one session — one
+// connection a local client made to an imported name (through LOOKUP), and
+// the exporting bridge that took it. The first record opens the session
+// (a request to P.NAME in the exporters' queue group, so NATS picks one
+// exporter); the records sent while it opens wait, then follow in order on
+// the session subject the exporter answered with.
+//
+// Back-pressure: at most Window one-way records are unacknowledged; when
+// the window is full the connection is held (PCPort.holdConnection): its
+// records wait in the kernel's queue, and the local sender blocks, or
+// times out, as it would with a slow local receiver. Requests are answered
+// through the request's one-shot reply right, whenever the reply comes
+// (the sender's own timeout applies at the sender).
+//
+// When the far side goes (closed, no responders, no answer in time) the
+// connection is closed: its holders see the port invalidated.
+//
+// All of it runs on the bridge's loop thread.
+
+import Logging
+import PortCore
+
+final class ImportSession {
+    enum State {
+        case opening
+        case open(subject: String)
+        case closed
+    }
+    let id: UInt64
+    let name: String
+    let connection: UInt64
+    var state = State.opening
+    /// Records waiting for the open: their bytes and reply rights.
+    var waiting: [(bytes: [UInt8], reply: SendRight?, origin: String)] = []
+    var unacknowledged = 0
+    var held = false
+    var lastHeard = MonotonicInstant.now()
+    var pinging = false
+
+    init(id: UInt64, name: String, connection: UInt64) {
+        self.id = id
+        self.name = name
+        self.connection = connection
+    }
+}
+
+extension Bridge {
+    /// Makes the local registration match the registry for `name`.
+    func reconcileImport(_ name: String) {
+        let live = !(remote[name]?.isEmpty ?? true)
+        if live && imported[name] == nil && configuration.imports(name) {
+            importName(name)
+        } else if !live && imported[name] != nil {
+            releaseImport(name, why: "no host exports it any more")
+        }
+    }
+
+    private func importName(_ name: String) {
+        guard exported[name] == nil else { return }  // a local owner shadows it
+        let outcome: RegistrationOutcome
+        do {
+            outcome = try names.register(name, options: [.doNotQueue])
+        } catch {
+            logger.error("cannot import \(name): \(error)")
+            return
+        }
+        switch outcome {
+        case .registered(let port):
+            port.setHandler { [unowned self, unowned port] message in
+                importedMessage(name, port, message)
+                return nil
+            }
+            port.onDisconnect { [weak self] cid in self?.importConnectionClosed(name, cid) }
+            do {
+                try port.schedule(in: loop, forMode: .common)
+            } catch {
+                logger.error("cannot serve the imported \(name): \(error)")
+                port.invalidate()
+                _ = try? names.release(name)
+                return
+            }
+            imported[name] = Imported(port: port)
+            shadowed.remove(name)
+            let hosts = remote[name].map { $0.values.map(\.entry.host).sorted().joined(separator: ",") } ?? "-"
+            logger.info("imported \(name)", metadata: ["from": "\(hosts)"])
+        case .alreadyOwned(let owner):
+            if shadowed.insert(name).inserted {
+                logger.notice("not importing \(name): a local owner holds it (\(owner)); local names shadow remote ones")
+            }
+        case .queued:
+            break
+        }
+    }
+
+    func releaseImport(_ name: String, why: String) {
+        guard let imp = imported.removeValue(forKey: name) else { return }
+        for s in imp.sessions.values { endImportSession(s, why: why) }
+        imp.port.invalidate()
+        _ = try? names.release(name)
+        logger.info("released the imported \(name): \(why)")
+    }
+
+    /// A record from a local client to an imported name.
+    private func importedMessage(_ name: String, _ port: PCPort, _ message: PCPortMessage) {
+        guard let cid = message.connectionID, imported[name] != nil else { return }
+        let session: ImportSession
+        if let s = imported[name]?.sessions[cid] {
+            session = s
+        } else {
+            session = ImportSession(id: nextSession, name: name, connection: cid)
+            nextSession += 1
+            imported[name]?.sessions[cid] = session
+        }
+        let request = message.expectsReply
+        let bytes: [UInt8]
+        do {
+            bytes = try BridgeRecord.encode(
+                message, request: request, hasPassedPort: request ? message.passedReplyPort != nil : message.replyPort != nil,
+                maxBytes: maxPayload - BridgeRecord.headerRoom)
+        } catch {
+            refused += 1
+            logger.warning(
+                "closing a connection to the imported \(name): \(error)",
+                metadata: ["pid": "\(message.sender?.pid ?? 0)", "uid": "\(message.sender?.uid ?? 0)"])
+            closeImportSession(session.id, why: error.text)
+            return
+        }
+        let reply = request ? message.replyPort : nil
+        let origin = originHeader(message.sender)
+        switch session.state {
+        case .closed:
+            return
+        case .opening:
+            // The first record opens the session; it stays first in
+            // `waiting` (sent already) until the open is answered.
+            if session.waiting.isEmpty {
+                do {
+                    try self.request(
+                        "\(prefix).\(name)", .open(session: session.id),
+                        headers: [
+                            BridgeHeader.session: "open", BridgeHeader.peer: "\(prefix)._c.\(bridgeID).\(String(session.id, radix: 36))",
+                            BridgeHeader.origin: origin,
+                        ], payload: bytes, timeout: configuration.requestTimeout)
+                    session.waiting.append(([], reply, origin))  // the first record, sent; its reply right kept
+                    if reply == nil { session.unacknowledged += 1 }
+                } catch {
+                    closeImportSession(session.id, why: "cannot reach NATS: \(error)")
+                }
+            } else {
+                session.waiting.append((bytes, reply, origin))
+                if reply == nil { session.unacknowledged += 1 }
+            }
+        case .open(let subject):
+            send(session, subject, bytes, reply, origin)
+        }
+        holdIfFull(session, port)
+    }
+
+    private func send(_ session: ImportSession, _ subject: String, _ bytes: [UInt8], _ reply: SendRight?, _ origin: String) {
+        do {
+            // A request's reply has no deadline here: the sender's own
+            // timeout applies at the sender, and pings say whether the far
+            // end still lives.
+            try request(
+                subject, .record(session: session.id, reply: reply), headers: [BridgeHeader.origin: origin], payload: bytes,
+                timeout: reply == nil ? configuration.requestTimeout : nil)
+            if reply == nil { session.unacknowledged += 1 }
+        } catch {
+            closeImportSession(session.id, why: "cannot reach NATS: \(error)")
+        }
+    }
+
+    private func holdIfFull(_ session: ImportSession, _ port: PCPort) {
+        if !session.held && session.unacknowledged >= configuration.window {
+            session.held = true
+            port.holdConnection(session.connection, true)
+        }
+    }
+
+    /// The answer to a session's open (which carried its first record).
+    func importOpened(_ sid: UInt64, _ m: NatsMessage) {
+        guard let session = importSession(sid) else { return }
+        if m.noResponders || m.error != nil {
+            closeImportSession(sid, why: m.noResponders ? "no host exports \(session.name) now" : "refused: \(m.error!)")
+            return
+        }
+        guard let subject = m.session, subject.hasPrefix("\(prefix)._s.") else {
+            closeImportSession(sid, why: "the exporting bridge gave no session")
+            return
+        }
+        session.state = .open(subject: subject)
+        session.lastHeard = .now()
+        let first = session.waiting.removeFirst()
+        answerLocal(session, first.reply, m)
+        // The ones sent while opening, in order: already counted in the window.
+        let rest = session.waiting
+        session.waiting = []
+        for w in rest {
+            do {
+                try request(
+                    subject, .record(session: sid, reply: w.reply), headers: [BridgeHeader.origin: w.origin], payload: w.bytes,
+                    timeout: w.reply == nil ? configuration.requestTimeout : nil)
+            } catch {
+                closeImportSession(sid, why: "cannot reach NATS: \(error)")
+                return
+            }
+        }
+    }
+
+    /// The answer to one record of a session.
+    func importAnswered(_ sid: UInt64, _ reply: SendRight?, _ m: NatsMessage) {
+        guard let session = importSession(sid) else { return }
+        session.lastHeard = .now()
+        if m.noResponders || m.error != nil {
+            closeImportSession(sid, why: m.noResponders ? "the exporting bridge is gone" : "refused: \(m.error!)")
+            return
+        }
+        answerLocal(session, reply, m)
+    }
+
+    /// An acknowledgement moves the window; a reply goes to the local requester.
+    private func answerLocal(_ session: ImportSession, _ reply: SendRight?, _ m: NatsMessage) {
+        guard let reply else {
+            session.unacknowledged -= 1
+            if session.held && session.unacknowledged < configuration.window, let port = imported[session.name]?.port {
+                session.held = false
+                port.holdConnection(session.connection, false)
+            }
+            return
+        }
+        do {
+            let (message, _) = try BridgeRecord.decode(m.data, maxPayload: maxPayload)
+            _ = try reply.send(message, before: .now())
+        } catch {
+            logger.warning("a reply for \(session.name) could not be delivered: \(error)")
+            reply.invalidate()
+        }
+    }
+
+    /// A message on P._c.A.SID: the exporter closed the session, or pings it.
+    func importControlMessage(_ m: NatsMessage) {
+        guard let dot = m.subject.lastIndex(of: "."), let sid = UInt64(m.subject[m.subject.index(after: dot)...], radix: 36)
+        else { return }
+        let session = importSession(sid)
+        switch m.session {
+        case "closed":
+            if session != nil { closeImportSession(sid, why: "the far owner went away") }
+        case "ping":
+            if session != nil {
+                if let reply = m.reply { try? nats?.publish(reply) }
+            } else {
+                answerError(m.reply, BridgeRefusal(503, "no such session here"))
+            }
+        default:
+            break
+        }
+    }
+
+    func importSession(_ sid: UInt64) -> ImportSession? {
+        for imp in imported.values {
+            for s in imp.sessions.values where s.id == sid { return s }
+        }
+        return nil
+    }
+
+    /// Closes the local connection of session `sid` (its holders see the
+    /// port invalidated) and tells the exporter.
+    func closeImportSession(_ sid: UInt64, why: String) {
+        guard let session = importSession(sid) else { return }
+        imported[session.name]?.sessions.removeValue(forKey: session.connection)
+        endImportSession(session, why: why)
+        imported[session.name]?.port.closeConnection(session.connection)
+    }
+
+    private func endImportSession(_ session: ImportSession, why: String) {
+        if case .open(let subject) = session.state {
+            try? nats?.publish(subject, headers: [BridgeHeader.session: "close"])
+        }
+        session.state = .closed
+        let lost = pending.filter {
+            switch $0.value.what {
+            case .open(let sid), .record(let sid, _), .ping(let sid, false): sid == session.id
+            default: false
+            }
+        }
+        for (token, entry) in lost {
+            pending.removeValue(forKey: token)
+            if case .record(_, let reply?) = entry.what { reply.invalidate() }
+            if case .record(_, nil) = entry.what { lostInFlight += 1 }
+            if case .open = entry.what { lostInFlight += 1 }
+        }
+        if !lost.isEmpty || !session.waiting.isEmpty {
+            logger.warning(
+                "session \(session.id) to \(session.name) closed with messages in flight: \(why)",
+                metadata: ["in-flight": "\(lost.count + max(session.waiting.count - 1, 0))"])
+        } else {
+            logger.debug("session \(session.id) to \(session.name) closed: \(why)")
+        }
+        session.waiting = []
+    }
+
+    /// A local client closed its connection to an imported name.
+    private func importConnectionClosed(_ name: String, _ cid: UInt64) {
+        guard let session = imported[name]?.sessions.removeValue(forKey: cid) else { return }
+        endImportSession(session, why: "the local client closed")
+    }
+}
