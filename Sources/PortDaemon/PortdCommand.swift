@@ -26,7 +26,9 @@ struct PortdCommand: ParsableCommand {
 
             The socket is, first match wins: --socket PATH; $PORTD_SOCKET; \
             \(DaemonPaths.systemSocket) with --system; $XDG_RUNTIME_DIR/portd/portd.sock; \
-            /tmp/portd-$UID/portd.sock (a private directory, checked). A socket passed by \
+            /run/user/$UID/portd/portd.sock (your runtime directory from pam_systemd: it must \
+            exist and be private, mode 700; otherwise portd says what to set; root's is made \
+            when missing). A socket passed by \
             systemd (portd.socket) is used instead of binding one.
 
             Configuration (portd.conf(5)): --config PATH; /etc/portd/portd.conf for \
@@ -34,8 +36,10 @@ struct PortdCommand: ParsableCommand {
             PATH.d/*.conf. SIGHUP reloads it (policy, limits and declared ports; names and clients stay).
 
             Environment: PORTD_SOCKET, XDG_RUNTIME_DIR, XDG_CONFIG_HOME, NOTIFY_SOCKET \
-            (READY=1, STATUS=, WATCHDOG=1, RELOADING=1, STOPPING=1 are sent), LISTEN_FDS/LISTEN_PID/LISTEN_FDNAMES (socket \
-            activation), JOURNAL_STREAM (structured logs), PORTD_LOG_LEVEL.
+            (READY=1, STATUS=, WATCHDOG=1, RELOADING=1, STOPPING=1 are sent, never waiting), FDSTORE (the \
+            manager keeps a file-descriptor store: declared ports' sockets go into it), \
+            LISTEN_FDS/LISTEN_PID/LISTEN_FDNAMES (socket activation), JOURNAL_STREAM (structured logs), \
+            PORTD_LOG_LEVEL.
 
             Exit status: 0 stopped by SIGTERM or SIGINT; 1 could not start (for \
             example another portd already serves the socket, or the configuration has \

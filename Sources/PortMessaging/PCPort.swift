@@ -36,7 +36,10 @@
 // never fires, whose closure holds the port. So a scheduled port lives, and
 // keeps its mode non-empty (run() blocks) even with no connection yet, until
 // it is removed from that mode, invalidated, or the loop itself goes. The
-// port holds its anchors and loops weakly, so nothing cycles.
+// port holds its anchors and loops weakly, so nothing cycles. Joining and
+// leaving a mode is observable (`onSchedule`, `onRemove`: what a subclass
+// of Foundation's Port sees in `schedule(in:forMode:)` and
+// `remove(from:forMode:)`), and `scheduledModes(in:)` lists the modes.
 //
 // Fair service: one pass of the loop handles at most `recordsPerPass`
 // records of a connection (and accepts at most `acceptsPerPass` new
@@ -92,8 +95,8 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     // Safe to share: immutable fields are set in init; `connections`,
     // `listening` (and its entries), `replacedListeners`, `schedulings`,
     // `readAheadWaiting`, `servingLoop`, `valid`, `delegate`, `handler`,
-    // `onError`, `acceptPaused`, `monitors` and `pacing` are accessed with
-    // `lock` held; `transport` only on the loop thread inside a handler (one
+    // `onError`, `acceptPaused`, `monitors`, `pacing`, `scheduleObserver`
+    // and `removeObserver` are accessed with `lock` held; `transport` only on the loop thread inside a handler (one
     // loop per port); `viewing` and `paced` are atomic.
     public typealias Handler = (PCPortMessage) -> PCPortMessage?
     /// A view handler: gets each message lent as a view, valid during the
@@ -133,6 +136,9 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     }
     private var valid = true
     private var invalidationHandlers: [() -> Void] = []
+    /// `onSchedule`'s and `onRemove`'s closures.
+    private var scheduleObserver: SchedulingObserver?
+    private var removeObserver: SchedulingObserver?
     private var disconnectHandler: ((UInt64) -> Void)?
     private var admission: ((UInt64, Credentials?) -> PCPortMessage?)?
     /// `setPacing`'s closure, boxed as `handler` is.
@@ -263,6 +269,35 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
             if box != nil { handler = nil }
             viewing.store(box != nil, ordering: .relaxed)
         }
+    }
+
+    /// What `onSchedule` and `onRemove` are given: the loop and the mode.
+    public typealias SchedulingObserver = (PCRunLoop, PCRunLoop.Mode) -> Void
+
+    /// Calls `observer` each time the port joins a mode of a loop
+    /// (`schedule(in:forMode:)`, `loop.add(port, forMode:)`): once per loop
+    /// and mode, not again while it stays there, as Foundation calls
+    /// `-[NSPort scheduleInRunLoop:forMode:]` when a loop adds the port. On
+    /// the thread that schedules, once the port is in the mode, with no
+    /// lock held. Replaces the earlier observer; nil removes it. A
+    /// subclass of Foundation's `Port` that overrides `schedule(in:forMode:)`
+    /// to see this ports to this (`PCPort` is final).
+    public func onSchedule(_ observer: SchedulingObserver?) { lock.withLock { scheduleObserver = observer } }
+
+    /// Calls `observer` each time the port leaves a mode of a loop it was
+    /// in: `remove(from:forMode:)`, `loop.remove(port, forMode:)`
+    /// (`-[NSPort removeFromRunLoop:forMode:]`), and `invalidate()` for
+    /// every mode it was still in (as a custom source's cancel routine). On
+    /// the thread that removes or invalidates, with no lock held, before
+    /// the loop lets go of the port. Replaces the earlier observer; nil
+    /// removes it. Invalidation drops both observers once it called this one.
+    public func onRemove(_ observer: SchedulingObserver?) { lock.withLock { removeObserver = observer } }
+
+    /// The modes of `loop` the port is in, in the order it joined them
+    /// (`.common` when it was scheduled in the common modes); empty once it
+    /// is invalidated. Safe from any thread.
+    public func scheduledModes(in loop: PCRunLoop) -> [PCRunLoop.Mode] {
+        lock.withLock { schedulings.filter { $0.loop === loop }.map(\.mode) }
     }
 
     /// Called on the loop thread when a connection misbehaves (it is closed).
@@ -650,10 +685,12 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
         // Signalled, it serves records read ahead (`noteReadAhead`).
         let anchor = RunLoopSource(perform: { _ in self.serveReadAhead() })
         var waiting = false
+        var observer: SchedulingObserver?
         let sources: [PortSource]?? = lock.withLock { () -> [PortSource]?? in
             guard valid else { return .none }
             if schedulings.contains(where: { $0.loop === loop && $0.mode == mode }) { return .some(.none) }
             waiting = readAheadWaiting != nil
+            observer = scheduleObserver
             servingLoop = loop
             schedulings.append(Scheduling(loop: loop, mode: mode, anchor: anchor))
             for l in listening where l.source == nil { l.source = makeListener(l.socket) }
@@ -664,6 +701,9 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
         guard let outcome = sources else { throw .invalidated }
         guard let sources = outcome else { return }
         loop.add(anchor, forMode: mode)
+        // In the mode from here (its anchor holds it there), also when a
+        // connection's descriptor is refused below.
+        defer { observer?(loop, mode) }
         for s in sources {
             do { try loop.add(s, forMode: mode) } catch { throw .system(error) }
         }
@@ -673,12 +713,15 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     /// Removes the port from `loop`'s `mode` (NSPort removeFromRunLoop:forMode:,
     /// NSRunLoop removePort:forMode:); the loop lets go of it.
     public func remove(from loop: PCRunLoop, forMode mode: PCRunLoop.Mode) {
+        var observer: SchedulingObserver?
         let (sources, anchors): ([PortSource], [RunLoopSource]) = lock.withLock {
             let leaving = schedulings.filter { $0.loop === loop && $0.mode == mode }
             schedulings.removeAll { $0.loop == nil || ($0.loop === loop && $0.mode == mode) }
+            if !leaving.isEmpty { observer = removeObserver }
             return (Array(connections.values) + listeningSources, leaving.compactMap(\.anchor))
         }
         for s in sources { loop.remove(s, forMode: mode) }
+        observer?(loop, mode)
         // Last: the anchor may hold the last reference to the port.
         for a in anchors { a.invalidate() }
     }
@@ -705,6 +748,8 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     public func invalidate() {
         var monitorsLeft: MonitorHub?
         var readAheadLoop: PCRunLoop?
+        var left: [(loop: PCRunLoop, mode: PCRunLoop.Mode)] = []
+        var observer: SchedulingObserver?
         let (sources, handlers, listeningSockets, anchors):
             ([PortSource], [() -> Void], [SharedDescriptor], [RunLoopSource]) = lock.withLock {
             guard valid else { return ([], [], [], []) }
@@ -715,7 +760,11 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
             let sockets = listening.map(\.socket)
             listening.removeAll()
             let anchors = schedulings.compactMap(\.anchor)
+            left = scheduled
             schedulings.removeAll()
+            observer = removeObserver
+            scheduleObserver = nil
+            removeObserver = nil
             let h = invalidationHandlers
             invalidationHandlers.removeAll()
             monitorsLeft = monitors
@@ -743,6 +792,7 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
         // The listening sockets close here, after their sources left every loop.
         withExtendedLifetime(listeningSockets) {}
         for h in handlers { h() }
+        if let observer { for (loop, mode) in left { observer(loop, mode) } }
         // Last: the loops let go of the port (maybe its last reference).
         withExtendedLifetime(self) {
             for a in anchors { a.invalidate() }

@@ -23,8 +23,9 @@ struct PortctlCommand: ParsableCommand {
 
             The socket is, first match wins: --socket PATH; $PORTD_SOCKET; \
             \(DaemonPaths.systemSocket) with --system; $XDG_RUNTIME_DIR/portd/portd.sock; \
-            /tmp/portd-$UID/portd.sock, used only when /tmp/portd-$UID is a directory of yours \
-            closed to others (mode 700; otherwise status 77).
+            /run/user/$UID/portd/portd.sock, in the runtime directory pam_systemd makes at login, \
+            used only when /run/user/$UID is a directory of yours closed to others (mode 700; \
+            otherwise status 77). No other user can create or redirect that path.
 
             \(ExitStatus.helpText)
             """,

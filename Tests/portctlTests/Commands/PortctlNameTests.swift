@@ -287,14 +287,15 @@ import PortTestSupport
         }
     }
 
-    /// The per-user fallback /tmp/portd-$UID is used only when private
-    /// (portctl(1), ENVIRONMENT); open to others, it is refused with 77.
-    /// As a uid of the test's own, so that its /tmp/portd-$UID is the
-    /// test's: no one else's portd lives there.
-    @Test func aFallbackDirectoryOpenToOthersExits77() throws {
+    /// Without XDG_RUNTIME_DIR the runtime directory /run/user/$UID is
+    /// used only when private (portctl(1), ENVIRONMENT); open to others,
+    /// it is refused with 77. As a uid of the test's own, so that its
+    /// /run/user/$UID is the test's: no one else's portd lives there.
+    @Test func aRuntimeDirectoryOpenToOthersExits77() throws {
         try #require(getuid() == 0, "this test drops privileges with setpriv: run as root")
         let uid = 3_000_000_000 + UInt32(getpid())
-        let dir = "/tmp/portd-\(uid)"
+        let dir = "/run/user/\(uid)"
+        _ = mkdir("/run/user", 0o755)
         rmdir(dir)
         try #require(mkdir(dir, 0o755) == 0 && chown(dir, uid, uid) == 0 && chmod(dir, 0o755) == 0)
         defer { rmdir(dir) }
