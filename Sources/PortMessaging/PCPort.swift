@@ -147,6 +147,12 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     /// written with `lock` held.
     private let paced = Atomic<Bool>(false)
     private var nextConnectionID: UInt64 = 1
+    /// The origin each connection's last origin notice gave
+    /// (MessageOrigin), by connection id; lock held.
+    private var origins: [UInt64: MessageOrigin] = [:]
+    /// Whether `origins` has entries, for the delivery path to skip the
+    /// lock without them; written with `lock` held.
+    private let relaying = Atomic<Bool>(false)
     private var acceptPaused = false
     /// `acceptPaused`, for a closing connection to look at without the
     /// lock: set true under the lock before the listeners leave their
@@ -481,6 +487,9 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
         let h: ((UInt64) -> Void)? = lock.withLock {
             // One lookup: the entry is found once and removed where it is.
             if let i = connections.index(forKey: id), connections.values[i] === source { connections.remove(at: i) }
+            if relaying.load(ordering: .relaxed), origins.removeValue(forKey: id) != nil, origins.isEmpty {
+                relaying.store(false, ordering: .relaxed)
+            }
             return disconnectHandler
         }
         source.invalidate()
@@ -983,7 +992,7 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
                     if transport.hasReadAhead(of: id) { noteReadAhead(source, id) }
                     return
                 } else {
-                    _ = deliver(message)
+                    deliverOneWay(consume message, id)
                 }
             }
         }
@@ -1007,6 +1016,11 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
                 if transport.takeNewReadAhead() { noteReadAhead(source, id) }
                 view.connectionID = id
                 view.connectionCredentials = peer
+                if view.msgid == MessageOrigin.noticeMessageID && !replyExpected {
+                    noteOrigin(view.copy().components.first?.string, sender: view.sender, connection: id)
+                    return
+                }
+                if relaying.load(ordering: .relaxed) { view.origin = origin(of: id) }
                 guard replyExpected else {
                     _ = deliverView(view)
                     return
@@ -1071,12 +1085,44 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
         return v.call(view)
     }
 
+    /// A one-way message: an origin notice is read here and never
+    /// delivered; anything else is delivered with its connection's origin.
+    private func deliverOneWay(_ received: consuming PCPortMessage, _ id: UInt64) {
+        var message = received
+        if message.msgid == MessageOrigin.noticeMessageID {
+            noteOrigin(message.components.first?.string, sender: message.sender, connection: id)
+            return
+        }
+        if relaying.load(ordering: .relaxed) { message.origin = origin(of: id) }
+        _ = deliver(message)
+    }
+
+    /// The origin connection `id`'s last notice gave.
+    private func origin(of id: UInt64) -> MessageOrigin? { lock.withLock { origins[id] } }
+
+    /// An origin notice (MessageOrigin): what follows on connection `id`
+    /// comes from that origin, asserted by `sender`. A notice that cannot
+    /// be read clears the connection's origin (nothing relayed is passed
+    /// off as local, nor as the previous origin) and is logged.
+    private func noteOrigin(_ text: String?, sender: Credentials?, connection id: UInt64) {
+        var origin = text.flatMap(MessageOrigin.init(text:))
+        origin?.relayedBy = sender
+        if origin == nil { logger.warning("an origin notice that cannot be read on connection \(id) of \(self)") }
+        lock.withLock {
+            origins[id] = origin
+            relaying.store(!origins.isEmpty, ordering: .relaxed)
+        }
+    }
+
     /// A request: its one-shot reply right is this very connection.
     private func deliverRequest(
         _ request: consuming PCPortMessage, _ source: PortSource, _ connection: SharedDescriptor, _ id: UInt64
     ) {
         var replyRight = SendRight(connection: connection, oneShotReply: true, limits: limits, lock: replyLock)
         var message = request
+        // Set here, not before the consuming call (this compiler cannot
+        // consume a message whose non-trivial field was just written).
+        if relaying.load(ordering: .relaxed) { message.origin = origin(of: id) }
         message.passedReplyPort = message.replyPort
         message.replyPort = replyRight
         message.expectsReply = true

@@ -8,6 +8,7 @@
 import Foundation
 import Glibc
 import PortCore
+import Synchronization
 import PortTestSupport
 import Testing
 
@@ -91,6 +92,47 @@ func waitUntilThere(_ name: String, in host: BridgeHost, timeout: Int = 15) thro
             PythonVenv.script("port_call.py"), [hosts.nats.leaves[1].url, "port.\(Self.name)", "7", "from python"])
         #expect(py.status == 0, "\(py.standardError)")
         #expect(py.standardOutput == "reply 7 from python\n")
+    }
+
+    @Test func theReceiverSeesTheBridgeAsSenderAndTheFarSenderAsOrigin() throws {
+        let hosts = try TwoHosts()
+        // The owner on host A is PortCore in this process.
+        let owner = try hosts.a.daemon.client()
+        defer { owner.invalidate() }
+        let received = Mutex<[PCPortMessage]>([])
+        let got = Flag()
+        guard case .registered(let port) = try owner.register(Self.name) else {
+            Issue.record("not registered")
+            return
+        }
+        port.setHandler { m in
+            received.withLock { $0.append(m) }
+            got.signal()
+            return PCPortMessage(msgid: m.msgid, strings: ["ok"])
+        }
+        try port.schedule(in: BackgroundLoop.shared.loop, forMode: .default)
+        try waitUntilThere(Self.name, in: hosts.b)
+        let r = try hosts.b.portctl(["request", Self.name, "--msgid", "5", "--data", "who", "--timeout", "10"])
+        #expect(r.status == 0, "\(r.standardError)")
+        #expect(got.wait(timeout: .seconds(10)))
+        let m = try #require(received.withLock { $0.first })
+        // The kernel's credentials: bridge A's, the truth on this host.
+        #expect(m.sender?.pid == hosts.a.bridge?.pid)
+        // The origin, as bridge A relays what bridge B asserted.
+        #expect(m.origin?.host == "host-b")
+        #expect(m.origin?.uid == getuid())
+        #expect(m.origin?.pid != nil && m.origin?.pid != hosts.a.bridge?.pid)
+        #expect(m.origin?.relayedBy?.pid == hosts.a.bridge?.pid)
+
+        // portctl listen prints it.
+        port.invalidate()
+        _ = try owner.release(Self.name)
+        try waitUntilGone(Self.name, in: hosts.b.daemon)
+        let listener = try hosts.a.startPortctl(["listen", Self.name])
+        defer { listener.killAndReap() }
+        try waitUntilThere(Self.name, in: hosts.b)
+        #expect(try hosts.b.portctl(["send", Self.name, "--msgid", "6", "--data", "hi"]).status == 0)
+        try listener.waitForStandardOutput(containing: "origin \"host=host-b; uid=\(getuid()); gid=")
     }
 
     @Test func malformedAndUnexportedNatsRequestsGetErrorReplies() throws {
