@@ -48,7 +48,7 @@ struct PortdCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Listen on this socket path (overrides PORTD_SOCKET and the instance).", valueName: "path"))
     var socket: String?
 
-    @Flag(exclusivity: .exclusive)
+    @Flag(exclusivity: .chooseLast)
     var instance: DaemonInstance?
 
     @Option(help: ArgumentHelp(

@@ -12,10 +12,11 @@
 // The group is declared twice: on the root command (PortctlCommand), so
 // the options may come before the verb as with busctl, and on each verb,
 // so its --help lists them. swift-argument-parser parses a root option
-// wherever it appears and hands the verb's group the root's value; an
-// option given both before and after the verb takes its last value, the
-// one after the verb. --user and --system together are a usage error, as
-// they are for portd (one rule for both programs). The checks of
+// wherever it appears and hands the verb's group the root's value. One
+// rule for repeated options (PortctlCommand's help, README, portctl(1)):
+// the last one on the command line counts; --user and --system are one
+// setting, the instance, so the later of them counts too (`.chooseLast`,
+// as busctl and systemctl do), and so it is for portd. The checks of
 // the values are therefore the verbs' (`check()` from their validate()),
 // so a bad value is reported with the verb's usage line.
 //
@@ -41,7 +42,7 @@ struct ConnectionOptions: ParsableArguments {
     @Option(help: ArgumentHelp("The control socket of portd (overrides PORTD_SOCKET and the instance).", valueName: "path"))
     var socket: String?
 
-    @Flag(exclusivity: .exclusive)
+    @Flag(exclusivity: .chooseLast)
     var instance: DaemonInstance?
 
     // Any text is the option's value, judged by check(): a bad one is then
