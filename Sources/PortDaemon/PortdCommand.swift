@@ -56,7 +56,7 @@ struct PortdCommand: ParsableCommand {
         valueName: "path"))
     var config: String?
 
-    @Flag(help: "Check the configuration the other options select (syntax and meaning), print each error with its file and line, and exit: 0 when it is good, 1 otherwise. Nothing is bound or started.")
+    @Flag(help: "Check the configuration the other options select (syntax, meaning, and that each Exec= program is an executable file), print every error with its file and line, and exit: 0 when it is good, 1 otherwise. Nothing is bound or started.")
     var checkConfig = false
 
     func validate() throws {
