@@ -39,7 +39,9 @@ extension DaemonInstance: EnumerableFlag {
 }
 
 struct ConnectionOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("The control socket of portd (overrides PORTD_SOCKET and the instance).", valueName: "path"))
+    @Option(
+        help: ArgumentHelp("The control socket of portd (overrides PORTD_SOCKET and the instance).", valueName: "path"),
+        completion: .file())
     var socket: String?
 
     @Flag(exclusivity: .chooseLast)
