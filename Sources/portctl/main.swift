@@ -14,6 +14,10 @@ import ArgumentParser
 import PortCore
 
 try? CurrentProcess.ignore(signal: Signal.brokenPipe)
+if CommandLine.arguments.count == 1 {
+    CurrentProcess.writeStandardError(HelpTopic.shortUsage)
+    CurrentProcess.exit(ExitStatus.usage.rawValue)
+}
 if let call = MessageLine.parse(CommandLine.arguments.dropFirst()) {
     CurrentProcess.exit(call.runReporting())
 }

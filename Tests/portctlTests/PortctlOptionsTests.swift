@@ -80,6 +80,23 @@ import PortTestSupport
         #expect(!systemLast.standardOutput.contains(userConfig) && !systemLast.standardError.contains("already"))
     }
 
+    /// Bare `portctl`: a short usage on standard error (every verb with
+    /// its line, where to read more), status 64; --help stays whole.
+    @Test func barePortctlPrintsAShortUsage() throws {
+        let bare = try runPortctl([])
+        #expect(bare.status == 64)
+        #expect(bare.standardOutput.isEmpty)
+        let lines = bare.standardError.split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(lines.count < 25, "\(bare.standardError)")
+        #expect(lines.first == "usage: portctl [OPTIONS] COMMAND [ARGUMENTS]")
+        for verb in PortctlManPageTests.verbs {
+            #expect(lines.contains { $0.hasPrefix("  \(verb) ") }, "\(verb) is not listed")
+        }
+        #expect(bare.standardError.contains("portctl help COMMAND") && bare.standardError.contains("man portctl"))
+        let help = try runPortctl(["--help"])
+        #expect(help.status == 0 && help.standardOutput.split(separator: "\n").count > 40)
+    }
+
     @Test func registerTakesJsonAndQuiet() throws {
         let d = try DaemonProcess.started()
         let svc = uniqueName("reg")
