@@ -4,7 +4,8 @@
 #                         linked statically, glibc dynamically)
 #   make install          install under $(DESTDIR)$(PREFIX) (see README, Install)
 #   make uninstall        remove exactly what make install recorded
-#   make deb              a Debian package in .build-deb/ (scripts/build-deb)
+#   make deb              a Debian package in .build-deb/ (scripts/build-deb),
+#                         after checking that Debian's packaging tools are there
 #   make check-install    what CI checks of all of this (scripts/check-install)
 #
 # PREFIX defaults to /usr/local. The configuration stays in /etc/portd
@@ -99,7 +100,11 @@ install-files:
 uninstall:
 	scripts/install-tree uninstall
 
-deb: build
+# deb checks the packaging tools first (scripts/build-deb --check-build-deps
+# names what is missing), then builds.
+deb:
+	scripts/build-deb --check-build-deps
+	$(MAKE) --no-print-directory build
 	scripts/build-deb
 
 check-install:
