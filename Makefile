@@ -4,6 +4,7 @@
 #                         linked statically, glibc dynamically)
 #   make install          install under $(DESTDIR)$(PREFIX) (see README, Install)
 #   make uninstall        remove exactly what make install recorded
+#   make install-list     print where make install puts each file (builds nothing)
 #   make deb              a Debian package in .build-deb/ (scripts/build-deb),
 #                         after checking that Debian's packaging tools are there
 #   make check-install    what CI checks of all of this (scripts/check-install)
@@ -76,7 +77,7 @@ BUILDDIR = $(CURDIR)/.build-install/release
 export DESTDIR PREFIX BINDIR MANDIR DOCDIR SYSCONFDIR MANIFEST STRIP BUILDDIR
 export SYSTEMDSYSTEMUNITDIR SYSTEMDUSERUNITDIR BASHCOMPDIR ZSHCOMPDIR FISHCOMPDIR
 
-.PHONY: all build install install-files uninstall deb check-install clean
+.PHONY: all build install install-files install-list uninstall deb check-install clean
 
 all: build
 
@@ -96,6 +97,9 @@ install: $(if $(shell command -v $(SWIFT) 2>/dev/null),build) install-files
 # install-files: install what is built, without building (make deb uses it).
 install-files:
 	scripts/install-tree install
+
+install-list:
+	@scripts/install-tree list
 
 uninstall:
 	scripts/install-tree uninstall

@@ -53,7 +53,7 @@ struct ConnectionOptions: ParsableArguments {
     // too and gets check()'s message, not "Missing value".
     @Option(
         name: .customLong("timeout"), parsing: .unconditional,
-        help: ArgumentHelp("Seconds to wait before giving up; the default depends on the verb (5 s, or no bound for listen, watch, monitor, wait and register: see its help).", valueName: "seconds"))
+        help: ArgumentHelp("Seconds to wait before giving up; the default depends on the verb (5 s, or no bound for listen, checkin, watch, monitor, wait and register: see its help).", valueName: "seconds"))
     var timeoutArgument: Seconds?
 
     /// --timeout, when given as a number.
