@@ -30,3 +30,10 @@ for verb in lookup send request wait watch checkin listen register
     complete -c portctl -n "__portctl_should_offer_completions_for_positional 'portctl $verb' -eq 1" -f -a '(__portctl_registered_names)'
 end
 complete -c portctl -n "__portctl_should_offer_completions_for_positional 'portctl monitor' -ge 1" -f -a '(__portctl_registered_names)'
+
+# `portctl help WORD`: the verbs, as the generated script offers them after
+# `portctl` (its own list, with their descriptions; no options).
+function __portctl_verbs
+    complete -C'portctl ' | string match --regex --invert -- '^-'
+end
+complete -c portctl -n "__portctl_should_offer_completions_for_positional 'portctl help' -eq 1" -f -a '(__portctl_verbs)'
