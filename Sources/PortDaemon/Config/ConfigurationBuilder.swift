@@ -51,8 +51,18 @@ struct ConfigurationBuilder {
         configuration.sources.append(document.file)
         for section in document.sections {
             switch section.name {
-            case "Limits": applyLimits(section, file: document.file)
-            case "Policy": applyPolicy(section, file: document.file)
+            case "Limits", "Policy":
+                for assignment in section.assignments {
+                    do {
+                        if section.name == "Limits" {
+                            try applyLimit(assignment, in: section, file: document.file)
+                        } else {
+                            try applyPolicy(assignment, in: section, file: document.file)
+                        }
+                    } catch {
+                        errors.append(error)
+                    }
+                }
             case "Port": applyPort(section, file: document.file)
             case let name where name.hasPrefix("X-"): continue
             default:
@@ -65,16 +75,6 @@ struct ConfigurationBuilder {
     }
 
     // MARK: - [Limits]
-
-    private mutating func applyLimits(_ section: IniDocument.Section, file: String) {
-        for assignment in section.assignments {
-            do {
-                try applyLimit(assignment, in: section, file: file)
-            } catch {
-                errors.append(error)
-            }
-        }
-    }
 
     private mutating func applyLimit(
         _ assignment: IniDocument.Assignment, in section: IniDocument.Section, file: String
@@ -93,16 +93,6 @@ struct ConfigurationBuilder {
     }
 
     // MARK: - [Policy]
-
-    private mutating func applyPolicy(_ section: IniDocument.Section, file: String) {
-        for assignment in section.assignments {
-            do {
-                try applyPolicy(assignment, in: section, file: file)
-            } catch {
-                errors.append(error)
-            }
-        }
-    }
 
     private mutating func applyPolicy(
         _ assignment: IniDocument.Assignment, in section: IniDocument.Section, file: String
@@ -214,34 +204,16 @@ struct ConfigurationBuilder {
         case "Name":
             return
         case "CheckInUser":
-            if value.isEmpty {
-                port.checkInUIDs = []
-                return
-            }
-            port.checkInUIDs += try located(assignment, file) { () throws(InvalidValue) in
-                try QuotedWords.split(value).map { (word) throws(InvalidValue) in
-                    try Principal.userID(word, accounts: accounts)
-                }
+            try appendWords(to: &port.checkInUIDs, assignment, file) { (word) throws(InvalidValue) in
+                try Principal.userID(word, accounts: accounts)
             }
         case "CheckInGroup":
-            if value.isEmpty {
-                port.checkInGIDs = []
-                return
-            }
-            port.checkInGIDs += try located(assignment, file) { () throws(InvalidValue) in
-                try QuotedWords.split(value).map { (word) throws(InvalidValue) in
-                    try Principal.groupID(word, accounts: accounts)
-                }
+            try appendWords(to: &port.checkInGIDs, assignment, file) { (word) throws(InvalidValue) in
+                try Principal.groupID(word, accounts: accounts)
             }
         case "LookUp":
-            if value.isEmpty {
-                port.lookUp = []
-                return
-            }
-            port.lookUp += try located(assignment, file) { () throws(InvalidValue) in
-                try QuotedWords.split(value).map { (word) throws(InvalidValue) in
-                    try Principal.parse(word, accounts: accounts)
-                }
+            try appendWords(to: &port.lookUp, assignment, file) { (word) throws(InvalidValue) in
+                try Principal.parse(word, accounts: accounts)
             }
         case "Exec", "Unit":
             if let earlier = activationLine, earlier.key != assignment.key, !value.isEmpty {
@@ -264,6 +236,21 @@ struct ConfigurationBuilder {
         default:
             if assignment.key.hasPrefix("X-") { return }
             throw unknownKey(assignment, in: section, file: file)
+        }
+    }
+
+    /// A list key: an empty value resets `list`; otherwise each word of the
+    /// value, parsed, is appended to it.
+    private func appendWords<T>(
+        to list: inout [T], _ assignment: IniDocument.Assignment, _ file: String,
+        _ parse: (String) throws(InvalidValue) -> T
+    ) throws(ConfigurationError) {
+        if assignment.value.isEmpty {
+            list = []
+            return
+        }
+        list += try located(assignment, file) { () throws(InvalidValue) in
+            try QuotedWords.split(assignment.value).map { (word) throws(InvalidValue) in try parse(word) }
         }
     }
 
