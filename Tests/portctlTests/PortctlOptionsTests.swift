@@ -97,6 +97,21 @@ import PortTestSupport
         #expect(help.status == 0 && help.standardOutput.split(separator: "\n").count > 40)
     }
 
+    /// An unknown option is named as such, also when its value would be
+    /// a bad NAME (swift-argument-parser validates the verb first).
+    @Test func unknownOptionsAreNamedAsSuch() throws {
+        for verb in [["monitor", "echo"], ["lookup", "echo"], ["watch"], ["listen", "echo"], ["wait", "echo"]] {
+            let run = try runPortctl(verb + ["--frobnicate", "msgid=1"])
+            #expect(run.status == 64)
+            #expect(run.standardError.hasPrefix("Error: Unknown option '--frobnicate'"), "\(verb): \(run.standardError)")
+            let json = try runPortctl(verb + ["--frobnicate", "msgid=1", "--json"])
+            #expect(try jsonObject(json.standardError)["message"] as? String == "Unknown option '--frobnicate'", "\(verb)")
+        }
+        // A bad NAME alone is still refused as a name.
+        let bad = try runPortctl(["monitor", "echo", "msgid=1"])
+        #expect(bad.status == 64 && bad.standardError.hasPrefix("Error: invalid name 'msgid=1'"), "\(bad.standardError)")
+    }
+
     @Test func registerTakesJsonAndQuiet() throws {
         let d = try DaemonProcess.started()
         let svc = uniqueName("reg")
