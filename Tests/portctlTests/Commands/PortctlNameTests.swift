@@ -181,7 +181,9 @@ import PortTestSupport
         let client = try d.client()
         _ = try client.register(svc)
         #expect(try watcher.waitForExit() == 0)
-        #expect(watcher.standardOutput == "registered \(svc) new=\(getpid())/\(getuid())\n")
+        let line = watcher.standardOutput
+        #expect(line.hasSuffix(" UTC registered \(svc) new=\(getpid())/\(getuid())\n"), "\(line)")
+        #expect(line.prefixMatch(of: #/\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} UTC /#) != nil, "\(line)")
     }
 
     @Test func listLookupWithAQueueAndStatus() throws {
