@@ -21,7 +21,7 @@
 // replies).
 //
 // Exit statuses as watch's: --count N exits 0 after N records (owner
-// changes and messages); --timeout S exits 75 when S seconds pass
+// changes, messages and replies); --timeout S exits 75 when S seconds pass
 // without one; portd gone, 74; the watch of owner changes fell behind, 75.
 
 import ArgumentParser
@@ -60,7 +60,7 @@ struct Monitor: ParsableCommand {
 
     @Argument(help: "The names to monitor (owner changes of every name, and no messages, when omitted).")
     var names: [String] = []
-    @Option(parsing: .unconditional, help: ArgumentHelp("Exit (status 0) after N records (owner changes and messages).", valueName: "n"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Exit (status 0) after N records (owner changes, messages and replies).", valueName: "n"))
     var count: Int?
     @Option(parsing: .unconditional, help: MessageRendering.maxBytesHelp)
     var maxBytes: Int?
