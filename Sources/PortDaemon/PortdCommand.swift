@@ -49,18 +49,21 @@ struct PortdCommand: ParsableCommand {
         version: PortdVersion.current
     )
 
-    @Option(help: ArgumentHelp("Listen on this socket path (overrides PORTD_SOCKET and the instance).", valueName: "path"))
+    @Option(
+        help: ArgumentHelp("Listen on this socket path (overrides PORTD_SOCKET and the instance).", valueName: "path"),
+        completion: .file())
     var socket: String?
 
-    @Flag(exclusivity: .exclusive)
+    @Flag(exclusivity: .chooseLast)
     var instance: DaemonInstance?
 
     @Option(help: ArgumentHelp(
         "Read this configuration file (it must exist) and its drop-in directory PATH.d instead of the instance's.",
-        valueName: "path"))
+        valueName: "path"),
+        completion: .file())
     var config: String?
 
-    @Flag(help: "Check the configuration the other options select (syntax and meaning), print each error with its file and line, and exit: 0 when it is good, 1 otherwise. Nothing is bound or started.")
+    @Flag(help: "Check the configuration the other options select (syntax, meaning, and that each Exec= program is an executable file), print every error with its file and line, and exit: 0 when it is good, 1 otherwise. Nothing is bound or started.")
     var checkConfig = false
 
     func validate() throws {

@@ -1008,6 +1008,7 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
         // A request's reply, worked out inside the closure, sent once the
         // view (which holds the reply right while it lives) is gone.
         var request: (right: SendRight, msgid: UInt32, reply: PCPortMessage?)?
+        var monitored: MonitoredDelivery?
         let outcome: MessageTransport.ReceivedView
         do {
             outcome = try transport.receiveView(
@@ -1022,7 +1023,7 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
                 }
                 if relaying.load(ordering: .relaxed) { view.origin = origin(of: id) }
                 guard replyExpected else {
-                    _ = deliverView(view)
+                    _ = deliverView(view, request: false, monitored: &monitored)
                     return
                 }
                 let replyRight = SendRight(connection: connection, oneShotReply: true, limits: limits, lock: replyLock)
@@ -1031,7 +1032,7 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
                 view.expectsReply = true
                 let reply =
                     view.msgid == PortMonitor.subscribeMessageID
-                    ? answerSubscription(view.copy()) : deliverView(view, request: true)
+                    ? answerSubscription(view.copy()) : deliverView(view, request: true, monitored: &monitored)
                 view.replyPort = nil
                 request = (replyRight, view.msgid, reply)
             }
@@ -1050,9 +1051,11 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
             guard case (var replyRight, let msgid, let reply)? = request.take() else { return true }
             // Kept by the handler (to answer later) unless we hold the only reference.
             let deferred = !isKnownUniquelyReferenced(&replyRight)
+            let answered = monitored != nil && !replyRight.isValid  // by the handler, through the right
             if let error = replyRight.answer(reply, requestID: msgid, deferred: deferred, using: transport) {
                 fail(source, error, id)
             }
+            if !answered { copyReply(reply, to: monitored, requestID: msgid, deferred: deferred) }
             // As in `serve`: a request ends the connection's turn.
             if transport.hasReadAhead(of: id) { noteReadAhead(source, id) }
             return false
@@ -1062,9 +1065,18 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     /// The one place a received message is handed to the application
     /// (handler closure, else view handler, else delegate), on the loop
     /// thread; a monitor, when there is one, gets its copy first.
-    private func deliver(_ message: PCPortMessage, request: Bool = false) -> PCPortMessage? {
+    private func deliver(_ message: PCPortMessage) -> PCPortMessage? {
+        var monitored: MonitoredDelivery?
+        return deliver(message, request: false, monitored: &monitored)
+    }
+
+    /// `deliver`, for a request too; `monitored` is set when monitors got
+    /// the message's copy, so that the reply's copy can follow it.
+    private func deliver(
+        _ message: PCPortMessage, request: Bool, monitored: inout MonitoredDelivery?
+    ) -> PCPortMessage? {
         let (h, d, m) = lock.withLock { (handler, handler == nil ? delegate : nil, monitors) }
-        if let m { m.copy(message, request: request) }
+        if let m { monitored = MonitoredDelivery(hub: m, delivery: m.copy(message, request: request)) }
         if let h { return h.call(message) }
         // A view handler set since `serve` chose to receive an array (by
         // another thread, or by a handler earlier in the pass): the
@@ -1078,10 +1090,12 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     /// `deliver` for a view: the view handler, or (when the port was
     /// switched back to closures since the record was read) `deliver` of
     /// the view's copy; a monitor, when there is one, gets `view.copy()`.
-    private func deliverView(_ view: borrowing PortMessageView, request: Bool = false) -> PCPortMessage? {
+    private func deliverView(
+        _ view: borrowing PortMessageView, request: Bool, monitored: inout MonitoredDelivery?
+    ) -> PCPortMessage? {
         let (v, m) = lock.withLock { (viewHandler, monitors) }
-        guard let v else { return deliver(view.copy(), request: request) }
-        if let m { m.copy(view.copy(), request: request) }
+        guard let v else { return deliver(view.copy(), request: request, monitored: &monitored) }
+        if let m { monitored = MonitoredDelivery(hub: m, delivery: m.copy(view.copy(), request: request)) }
         return v.call(view)
     }
 
@@ -1114,6 +1128,15 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
         }
     }
 
+    /// A request's reply, as the port sends it when its handler returned
+    /// (`reply`, or an empty one with the request's msgid), to the
+    /// monitors that got the request's copy; not when the handler kept
+    /// the reply right to answer later, nor when it answered through it.
+    private func copyReply(_ reply: PCPortMessage?, to monitored: MonitoredDelivery?, requestID: UInt32, deferred: Bool) {
+        guard let monitored, reply != nil || !deferred else { return }
+        monitored.hub.copyReply(reply ?? PCPortMessage(msgid: requestID), answering: monitored.delivery)
+    }
+
     /// A request: its one-shot reply right is this very connection.
     private func deliverRequest(
         _ request: consuming PCPortMessage, _ source: PortSource, _ connection: SharedDescriptor, _ id: UInt64
@@ -1127,13 +1150,18 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
         message.replyPort = replyRight
         message.expectsReply = true
         let msgid = message.msgid
-        let reply = msgid == PortMonitor.subscribeMessageID ? answerSubscription(message) : deliver(message, request: true)
+        var monitored: MonitoredDelivery?
+        let reply =
+            msgid == PortMonitor.subscribeMessageID
+            ? answerSubscription(message) : deliver(message, request: true, monitored: &monitored)
         message.replyPort = nil
         // Kept by the handler (to answer later) unless we hold the only reference.
         let deferred = !isKnownUniquelyReferenced(&replyRight)
+        let answered = monitored != nil && !replyRight.isValid  // by the handler, through the right
         if let error = replyRight.answer(reply, requestID: msgid, deferred: deferred, using: transport) {
             fail(source, error, id)
         }
+        if !answered { copyReply(reply, to: monitored, requestID: msgid, deferred: deferred) }
     }
 
     /// The port's own answer to a monitor's SUBSCRIBE.

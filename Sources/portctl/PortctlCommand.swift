@@ -18,8 +18,9 @@ struct PortctlCommand: ParsableCommand {
         abstract: "Talk to portd, the name server for PortCore message ports.",
         discussion: """
             --socket, --user, --system, --timeout, --json and --quiet go before the verb or after it \
-            (portctl --user list); an option given both before and after the verb takes the value \
-            given after it.
+            (portctl --user list). An option given more than once counts as the last one given; \
+            --user and --system are one setting, so the last of them counts \
+            (portctl --user status --system asks the system instance).
 
             The socket is, first match wins: --socket PATH; $PORTD_SOCKET; \
             \(DaemonPaths.systemSocket) with --system; $XDG_RUNTIME_DIR/portd/portd.sock; \
