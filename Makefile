@@ -5,7 +5,9 @@
 #                         linked statically, glibc dynamically)
 #   make install          install under $(DESTDIR)$(PREFIX) (see README, Install)
 #   make uninstall        remove exactly what make install recorded
-#   make deb              a Debian package in .build-deb/ (scripts/build-deb)
+#   make install-list     print where make install puts each file (builds nothing)
+#   make deb              a Debian package in .build-deb/ (scripts/build-deb),
+#                         after checking that Debian's packaging tools are there
 #   make check-install    what CI checks of all of this (scripts/check-install)
 #
 # PREFIX defaults to /usr/local. The configuration stays in /etc/portd
@@ -79,7 +81,7 @@ BUILDDIR = $(CURDIR)/.build-install/release
 export DESTDIR PREFIX BINDIR MANDIR DOCDIR SYSCONFDIR MANIFEST STRIP BUILDDIR
 export SYSTEMDSYSTEMUNITDIR SYSTEMDUSERUNITDIR BASHCOMPDIR ZSHCOMPDIR FISHCOMPDIR SYSUSERSDIR
 
-.PHONY: all build install install-files uninstall deb check-install clean
+.PHONY: all build install install-files install-list uninstall deb check-install clean
 
 all: build
 
@@ -101,10 +103,17 @@ install: $(if $(shell command -v $(SWIFT) 2>/dev/null),build) install-files
 install-files:
 	scripts/install-tree install
 
+install-list:
+	@scripts/install-tree list
+
 uninstall:
 	scripts/install-tree uninstall
 
-deb: build
+# deb checks the packaging tools first (scripts/build-deb --check-build-deps
+# names what is missing), then builds.
+deb:
+	scripts/build-deb --check-build-deps
+	$(MAKE) --no-print-directory build
 	scripts/build-deb
 
 check-install:

@@ -172,7 +172,8 @@ let package = Package(
         ),
         .testTarget(
             name: "portctlTests",
-            dependencies: ["portctl", "PortCore", "PortActivation", "PortWire", "PortTestSupport"]
+            dependencies: ["portctl", "PortCore", "PortActivation", "PortWire", "PortTestSupport"],
+            exclude: ["Fixtures"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -39,7 +39,7 @@ As a command:
     portd_client.py [--socket PATH] --check [--declared NAME] [--strict]
 
 The control socket is --socket, else $PORTD_SOCKET, else
-$XDG_RUNTIME_DIR/portd/portd.sock, else /tmp/portd-$UID/portd.sock.
+$XDG_RUNTIME_DIR/portd/portd.sock, else /run/user/$UID/portd/portd.sock.
 --check runs every request, pipelining, event and provokable error of the
 page against that portd, one line per check and a summary; it exits 1 when a
 check fails (with --strict also when one had to be skipped: CHECKIN of a
@@ -246,13 +246,17 @@ def _decode(record, fds):
 
 def _read_large(fd, length):
     """A large-data component: a sealed memory file of at least `length`
-    bytes (the seals checked first: an unsealed file could change or shrink)."""
+    bytes (the seals checked first: an unsealed file could change or shrink),
+    with no hole in those bytes."""
     try:
         seals = fcntl.fcntl(fd, fcntl.F_GET_SEALS)
     except OSError:
         raise WireError("a large component's descriptor is not a memory file") from None
     if seals & REQUIRED_SEALS != REQUIRED_SEALS or os.fstat(fd).st_size < length:
         raise WireError("a large component's memory file is not sealed or too short")
+    if length > 0 and os.lseek(fd, 0, os.SEEK_HOLE) < length:
+        # Reading a hole would allocate memory charged to us.
+        raise WireError("a large component's memory file has a hole in its announced range")
     with mmap.mmap(fd, length, prot=mmap.PROT_READ, flags=mmap.MAP_SHARED) as m:
         return bytes(m)
 
@@ -280,7 +284,8 @@ def receive_record(sock):
 
 def control_socket_path(explicit=None):
     """--socket, else $PORTD_SOCKET, else $XDG_RUNTIME_DIR/portd/portd.sock,
-    else /tmp/portd-$UID/portd.sock."""
+    else /run/user/$UID/portd/portd.sock (the runtime directory pam_systemd
+    makes; portctl also checks that it is private)."""
     if explicit:
         return explicit
     if os.environ.get("PORTD_SOCKET"):
@@ -288,7 +293,7 @@ def control_socket_path(explicit=None):
     runtime = os.environ.get("XDG_RUNTIME_DIR", "")
     if runtime.startswith("/"):
         return runtime.rstrip("/") + "/portd/portd.sock"
-    return "/tmp/portd-%d/portd.sock" % os.getuid()
+    return "/run/user/%d/portd/portd.sock" % os.getuid()
 
 
 # --- Values of replies and events ------------------------------------------

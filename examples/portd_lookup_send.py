@@ -9,7 +9,7 @@ portd and a portctl service.
   portd_lookup_send.py [--socket PATH] [--wait SECONDS] [--request] NAME MSGID [TEXT...]
 
 Connects to portd's control socket (--socket, else $PORTD_SOCKET, else
-$XDG_RUNTIME_DIR/portd/portd.sock, else /tmp/portd-$UID/portd.sock), sends
+$XDG_RUNTIME_DIR/portd/portd.sock, else /run/user/$UID/portd/portd.sock), sends
 HELLO and LOOKUP for NAME (waiting up to --wait seconds for it to appear),
 and sends message MSGID with one data component per TEXT through the send
 right portd passes back. With --request the message is a request

@@ -1,7 +1,9 @@
 // WireDecoderFuzz: the fuzz target of PortWire's record decoder. One input
 // is one received record: its first byte says how many descriptors came
-// with it (low 4 bits) and which limits the receiver has (bit 4: a small
-// receiver's, otherwise the defaults); the rest is the record.
+// with it (low 4 bits), which limits the receiver has (bit 4: a small
+// receiver's, otherwise the defaults), and whether each large component of
+// up to `memfdLimit` bytes is then backed by a real sealed memfd (bit 5),
+// laid out as bits 6-7 say (`Layout`); the rest is the record.
 //
 // What must hold for every input (a violation traps, which libFuzzer
 // reports as a crash and the replay as a failed input):
@@ -13,8 +15,13 @@
 //   - re-encoding the decoded message (WireEncoder) gives the same bytes
 //     (REPLY_EXPECTED, which the encoder leaves to the transport, aside)
 //     and decodes again to the same components: one encoding per message;
-//   - every error has a description.
+//   - every error has a description;
+//   - with bit 5, the receiver's check of each memfd keeps the promise of
+//     portd-protocol(7), "Large components": a memfd MemFD.checkSealed
+//     accepts costs nothing to read over the announced range (its
+//     allocation does not grow), and one it refuses for holes would have.
 
+import PortSystem
 import PortWire
 
 enum WireDecoderFuzz {
@@ -33,6 +40,86 @@ enum WireDecoderFuzz {
             return
         }
         check(view, record: record, descriptorCount: descriptorCount, limits: limits)
+        if first & 0x20 != 0 {
+            checkMemfds(view, layout: Layout(rawValue: first >> 6)!)
+        }
+    }
+
+    /// Where the bytes read from memfds go (the fuzzing thread's only).
+    nonisolated(unsafe) private static var sink: UInt8 = 0
+
+    /// Large components backed by memfds (bit 5) up to this length.
+    static let memfdLimit = 1 << 20
+
+    /// How a memfd behind a large component of `length` bytes is written
+    /// (bits 6-7 of the first byte); every one is sealed afterwards.
+    enum Layout: UInt8 {
+        /// Exactly `length` bytes, all written: what PortCore sends.
+        case written
+        /// Twice as long, the announced range a hole, the rest written.
+        case holeBeforeLength
+        /// `length` long, only its first half written.
+        case shortOfLength
+        /// Twice as long, the first half of the range and the part beyond
+        /// it written: the file's allocation covers `length`, the range has
+        /// a hole.
+        case holeInside
+    }
+
+    private static func checkMemfds(_ view: WireMessageView, layout: Layout) {
+        for c in view.components {
+            guard case .largeData(_, let length) = c, length <= memfdLimit else { continue }
+            do {
+                let fd = try makeMemfd(length: length, layout: layout)
+                let accepted: Bool
+                do {
+                    try MemFD.checkSealed(fd, length: length)
+                    accepted = true
+                } catch {
+                    switch error {
+                    case .sparse, .hole: accepted = false
+                    default: preconditionFailure("a memfd of ours refused: \(error)")
+                    }
+                }
+                let before = try MemFD.allocatedBytes(fd)
+                let region = try MemFD.mapReadOnly(fd, length: length)
+                var sum: UInt8 = 0  // one byte of every page read, kept so the reads stay
+                for offset in stride(from: 0, to: length, by: 4096) { sum &+= region[offset] }
+                sink &+= sum
+                MemFD.unmap(region)
+                let after = try MemFD.allocatedBytes(fd)
+                if accepted {
+                    precondition(after == before, "an accepted memfd grew from \(before) to \(after) bytes when read")
+                } else {
+                    precondition(after > before, "a refused memfd had no hole in its announced range")
+                }
+            } catch {
+                preconditionFailure("memfd: \(error)")
+            }
+        }
+    }
+
+    private static func makeMemfd(length: Int, layout: Layout) throws -> OwnedDescriptor {
+        let fd = try MemFD.create(name: "fuzz")
+        let bytes = [UInt8](repeating: 0x78, count: length)
+        try bytes.withUnsafeBytes { raw in
+            switch layout {
+            case .written:
+                try MemFD.write(fd, raw)
+            case .holeBeforeLength:
+                try MemFD.resize(fd, to: 2 * length)
+                try MemFD.write(fd, raw, at: length)
+            case .shortOfLength:
+                try MemFD.resize(fd, to: length)
+                try MemFD.write(fd, UnsafeRawBufferPointer(rebasing: raw[..<(length / 2)]), at: 0)
+            case .holeInside:
+                try MemFD.resize(fd, to: 2 * length)
+                try MemFD.write(fd, UnsafeRawBufferPointer(rebasing: raw[..<(length / 2)]), at: 0)
+                try MemFD.write(fd, raw, at: length)
+            }
+        }
+        try MemFD.addSeals(fd, .all)
+        return fd
     }
 
     private static func check(

@@ -24,6 +24,8 @@ int port_recvmmsg(int fd, port_mmsghdr *msgs, unsigned int vlen, int flags) {
 
 /* The header mirrors these without _GNU_SOURCE; keep the mirrors honest. */
 _Static_assert(PORT_MFD_CLOEXEC == MFD_CLOEXEC, "MFD_CLOEXEC");
+_Static_assert(PORT_SEEK_DATA == SEEK_DATA, "SEEK_DATA");
+_Static_assert(PORT_SEEK_HOLE == SEEK_HOLE, "SEEK_HOLE");
 _Static_assert(PORT_MFD_ALLOW_SEALING == MFD_ALLOW_SEALING, "MFD_ALLOW_SEALING");
 _Static_assert(PORT_F_ADD_SEALS == F_ADD_SEALS, "F_ADD_SEALS");
 _Static_assert(PORT_F_GET_SEALS == F_GET_SEALS, "F_GET_SEALS");

@@ -308,8 +308,7 @@ public final class Bridge: @unchecked Sendable {
 
     /// "host=B; uid=U; gid=G; pid=P" for a local sender.
     func originHeader(_ c: Credentials?) -> String {
-        guard let c else { return "host=\(bridgeID)" }
-        return "host=\(bridgeID); uid=\(c.uid); gid=\(c.gid); pid=\(c.pid)"
+        MessageOrigin(host: bridgeID, uid: c?.uid, gid: c?.gid, pid: c?.pid, natsUser: configuration.nats.user).text
     }
 
     // MARK: The registry

@@ -85,7 +85,7 @@ package enum BridgeMain {
     }
 
     private static func serve(_ command: BridgeCommand, path: String, _ configuration: BridgeConfiguration, logger: Logger) -> Int32 {
-        let notifier = SystemdNotifier()
+        let notifier = SystemdNotifier(logger: logger)
         let signals: SharedDescriptor
         do {
             signals = SharedDescriptor(try SignalFD.create(for: [Signal.terminate, Signal.interrupt, Signal.hangUp]))
@@ -115,6 +115,7 @@ package enum BridgeMain {
             }
         }
         let loop = PCRunLoop.current
+        notifier.attach(to: loop)
         let bridge = Bridge(configuration: configuration, names: names, loop: loop, logger: logger)
         var status: Int32 = 0
         try? names.onConnectionLoss(in: loop) {

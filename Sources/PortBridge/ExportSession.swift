@@ -26,7 +26,10 @@ final class ExportSession {
     var pinging = false
     /// Records waiting their turn: the message, and the NATS reply subject
     /// to answer.
-    var queue: [(message: PCPortMessage, request: Bool, reply: String?, sessionHeader: String?)] = []
+    var queue: [(message: PCPortMessage, request: Bool, reply: String?, sessionHeader: String?, origin: String)] = []
+    /// The origin the owner was last told of on this connection (an origin
+    /// notice goes before a record whose origin differs).
+    var toldOrigin: String?
     var busy = false
     var retryDelay: Duration = .milliseconds(1)
 
@@ -81,7 +84,7 @@ extension Bridge {
         }
         let header = opening ? "\(prefix)._s.\(bridgeID).\(String(sid, radix: 36))" : nil
         logger.trace("export session \(sid) of \(name) opened", metadata: ["origin": "\(m.origin ?? "-")"])
-        session.queue.append((decoded.message, decoded.request, m.reply, header))
+        session.queue.append((decoded.message, decoded.request, m.reply, header, origin(of: m)))
         runExportQueue(session)
     }
 
@@ -105,7 +108,7 @@ extension Bridge {
         }
         do {
             let decoded = try BridgeRecord.decode(m.data, maxPayload: maxPayload)
-            session.queue.append((decoded.message, decoded.request, m.reply, nil))
+            session.queue.append((decoded.message, decoded.request, m.reply, nil, origin(of: m)))
             runExportQueue(session)
         } catch {
             refused += 1
@@ -118,6 +121,25 @@ extension Bridge {
     /// Delivers the session's next record unless one is on its way.
     func runExportQueue(_ session: ExportSession) {
         while !session.busy, let next = session.queue.first {
+            if session.toldOrigin != next.origin {
+                // The owner hears where what follows comes from (MessageOrigin).
+                let told: SendResult
+                do {
+                    told = try session.right.send(MessageOrigin(text: next.origin)?.notice ?? Self.unknownOrigin.notice, before: .now())
+                } catch {
+                    finishExport(session, error: BridgeRefusal(503, "the local send failed: \(error)"))
+                    return
+                }
+                switch told {
+                case .sent: session.toldOrigin = next.origin
+                case .timedOut:
+                    retryLater(session)
+                    return
+                case .receiverGone:
+                    finishExport(session, error: BridgeRefusal(503, "the owner of \(session.name) went away"))
+                    return
+                }
+            }
             var headers: KeyValuePairs<String, String> = [:]
             if let h = next.sessionHeader { headers = [BridgeHeader.session: h] }
             if next.request {
@@ -201,6 +223,9 @@ extension Bridge {
             answerError(next.reply, BridgeRefusal(504, "the owner of \(session.name) did not answer"))
         case .success(.sendTimedOut):
             answerError(next.reply, BridgeRefusal(504, "the owner of \(session.name) did not take the request"))
+        case .success(.sent):
+            // Not asked for (the request waits for its reply): an empty answer.
+            if let r = next.reply { try? publish(r, headers, []) }
         case .success(.invalidPort), .failure:
             finishExport(session, error: BridgeRefusal(503, "the owner of \(session.name) went away"))
             return
@@ -237,6 +262,15 @@ extension Bridge {
         if notifyPeer, let peer = session.peer { try? nats?.publish(peer, headers: [BridgeHeader.session: "closed"]) }
         if let why { logger.debug("export session \(sid) of \(session.name) closed: \(why)") }
     }
+
+    /// A NATS message's origin as the sending bridge asserted it, checked
+    /// and written anew (never relayed as it came); a plain NATS client's
+    /// message, which asserts nothing, is from `unknownOrigin`.
+    func origin(of m: NatsMessage) -> String {
+        m.origin.flatMap(MessageOrigin.init(text:))?.text ?? Self.unknownOrigin.text
+    }
+
+    static let unknownOrigin = MessageOrigin(host: "nats-client")
 
     func logRefusal(_ name: String, _ m: NatsMessage, _ refusal: BridgeRefusal) {
         logger.warning("refused a message for \(name): \(refusal)", metadata: ["origin": "\(m.origin ?? "-")"])

@@ -8,7 +8,11 @@
 //   - the signalfd: SIGTERM or SIGINT sends STOPPING=1 and stops the loop;
 //     SIGHUP reloads portd.conf (RELOADING=1 … READY=1) for policy and limits;
 //   - when WatchdogSec= is set, a timer sending WATCHDOG=1 at half of it;
-//   - a timer refreshing STATUS= with the counts, at most once a second.
+//   - a timer refreshing STATUS= with the counts, at most once a second;
+//   - while the service manager's notify queue is full, the notifier's
+//     timer sending again what must arrive (SystemdNotifier: no
+//     notification ever waits, so a manager that does not read stalls
+//     nothing here).
 // READY=1 goes out once the control port is in the loop and the declared
 // ports exist (the socket already listens, so a client that connects
 // earlier simply waits in the backlog). A source the loop cannot take
@@ -40,6 +44,8 @@ final class Daemon {
             self.handleSignals(signalDescriptor.descriptor, loop: loop)
         }
         defer { signalSource.invalidate() }
+        setup.notifier.attach(to: loop)
+        defer { reportUndelivered() }
         do {
             try loop.add(signalSource, forMode: .default)
         } catch {
@@ -134,13 +140,30 @@ final class Daemon {
 
     private var lastStatus = ""
 
-    /// STATUS= with the counts, when they changed.
+    /// STATUS= with the counts, when they changed since the last one the
+    /// manager got (one dropped for a full queue goes again next time).
     private func refreshStatus() {
         guard let server else { return }
         let line = server.summary
         guard line != lastStatus else { return }
-        lastStatus = line
-        notify("STATUS=") { () throws(SystemCallError) in try setup.notifier.status(line) }
+        notify("STATUS=") { () throws(SystemCallError) in
+            let sent = try setup.notifier.status(line)
+            if sent { lastStatus = line }
+            return sent
+        }
+    }
+
+    /// At exit: one last try for what still waits for the manager, and
+    /// what never reached it.
+    private func reportUndelivered() {
+        let notifier = setup.notifier
+        notifier.retry()
+        if notifier.waiting > 0 {
+            logger.warning("\(notifier.waiting) notifications never reached the service manager (its queue stayed full)")
+        }
+        if notifier.droppedStatusLines > 0 {
+            logger.notice("\(notifier.droppedStatusLines) STATUS= updates were dropped (the service manager's queue was full)")
+        }
     }
 
     // MARK: - Helpers

@@ -164,7 +164,7 @@ struct DaemonSetup {
 
         return DaemonSetup(
             logger: logger, listener: listener, signalDescriptor: signalDescriptor,
-            notifier: SystemdNotifier(), startedAt: startedAt, portDirectory: portDirectory,
+            notifier: SystemdNotifier(logger: logger), startedAt: startedAt, portDirectory: portDirectory,
             restoredDeclaredPorts: restored, clearStoredDeclaredPorts: clearStored,
             settings: NameServerSettings(configuration: configuration, onlyUID: onlyUID, daemonUID: userID),
             configurationPaths: configurationPaths, configurationRequired: command.config != nil, onlyUID: onlyUID)

@@ -26,7 +26,9 @@ struct PortdCommand: ParsableCommand {
 
             The socket is, first match wins: --socket PATH; $PORTD_SOCKET; \
             \(DaemonPaths.systemSocket) with --system; $XDG_RUNTIME_DIR/portd/portd.sock; \
-            /tmp/portd-$UID/portd.sock (a private directory, checked). A socket passed by \
+            /run/user/$UID/portd/portd.sock (your runtime directory from pam_systemd: it must \
+            exist and be private, mode 700; otherwise portd says what to set; root's is made \
+            when missing). A socket passed by \
             systemd (portd.socket) is used instead of binding one.
 
             Configuration (portd.conf(5)): --config PATH; /etc/portd/portd.conf for \
@@ -34,8 +36,10 @@ struct PortdCommand: ParsableCommand {
             PATH.d/*.conf. SIGHUP reloads it (policy, limits and declared ports; names and clients stay).
 
             Environment: PORTD_SOCKET, XDG_RUNTIME_DIR, XDG_CONFIG_HOME, NOTIFY_SOCKET \
-            (READY=1, STATUS=, WATCHDOG=1, RELOADING=1, STOPPING=1 are sent), LISTEN_FDS/LISTEN_PID/LISTEN_FDNAMES (socket \
-            activation), JOURNAL_STREAM (structured logs), PORTD_LOG_LEVEL.
+            (READY=1, STATUS=, WATCHDOG=1, RELOADING=1, STOPPING=1 are sent, never waiting), FDSTORE (the \
+            manager keeps a file-descriptor store: declared ports' sockets go into it), \
+            LISTEN_FDS/LISTEN_PID/LISTEN_FDNAMES (socket activation), JOURNAL_STREAM (structured logs), \
+            PORTD_LOG_LEVEL.
 
             Exit status: 0 stopped by SIGTERM or SIGINT; 1 could not start (for \
             example another portd already serves the socket, or the configuration has \
@@ -45,18 +49,21 @@ struct PortdCommand: ParsableCommand {
         version: PortdVersion.current
     )
 
-    @Option(help: ArgumentHelp("Listen on this socket path (overrides PORTD_SOCKET and the instance).", valueName: "path"))
+    @Option(
+        help: ArgumentHelp("Listen on this socket path (overrides PORTD_SOCKET and the instance).", valueName: "path"),
+        completion: .file())
     var socket: String?
 
-    @Flag(exclusivity: .exclusive)
+    @Flag(exclusivity: .chooseLast)
     var instance: DaemonInstance?
 
     @Option(help: ArgumentHelp(
         "Read this configuration file (it must exist) and its drop-in directory PATH.d instead of the instance's.",
-        valueName: "path"))
+        valueName: "path"),
+        completion: .file())
     var config: String?
 
-    @Flag(help: "Check the configuration the other options select (syntax and meaning), print each error with its file and line, and exit: 0 when it is good, 1 otherwise. Nothing is bound or started.")
+    @Flag(help: "Check the configuration the other options select (syntax, meaning, and that each Exec= program is an executable file), print every error with its file and line, and exit: 0 when it is good, 1 otherwise. Nothing is bound or started.")
     var checkConfig = false
 
     func validate() throws {

@@ -1,6 +1,7 @@
 // MonitorHub: the monitors of one monitorable port (PCPort.allowsMonitoring):
 // who subscribed, and the copy of every message the port delivers to its
-// handler (PortMonitor describes the exchange and the privacy rules).
+// handler and of the reply the port sends for a request when its handler
+// returns (PortMonitor describes the exchange and the privacy rules).
 //
 // Invariants: a subscription is accepted only when the SUBSCRIBE record's
 // kernel credentials name the uid of the owning process or root; at most
@@ -16,7 +17,12 @@
 // turned off, the port invalidated) closes every monitor's right, so the
 // monitors see their subscription end.
 //
-// Threads: `lock` protects `monitors`; copies, subscriptions and catch-up
+// A copy's sequence is the port's count of delivered messages since the
+// monitor subscribed: the hub counts deliveries (`delivered`) and each
+// monitor keeps the count it subscribed at (`base`), so a reply names the
+// sequence of its request for every monitor that saw that request.
+//
+// Threads: `lock` protects `monitors` and `delivered`; copies, subscriptions and catch-up
 // sources run on the port's loop thread, `closeAll` from any thread. A send
 // under the lock never blocks (deadline now). Lock order: this lock, then
 // the port's or a loop's, never the reverse (the port calls the hub with
@@ -30,7 +36,8 @@ final class MonitorHub: @unchecked Sendable {
     // and PCPort is Sendable); `monitors` is accessed with `lock` held.
     private struct Monitor {
         let right: SendRight
-        var sequence: UInt64 = 0
+        /// `delivered` when it subscribed.
+        let base: UInt64
         var missed: UInt64 = 0
         /// Waits for room to send MISSED, while `missed` > 0.
         var catchUp: PortSource?
@@ -44,6 +51,8 @@ final class MonitorHub: @unchecked Sendable {
 
     private let lock = Lock()
     private var monitors: [Monitor] = []
+    /// Messages copied since the hub was made.
+    private var delivered: UInt64 = 0
     /// The uid of the process that owns the port (real uid, what
     /// SCM_CREDENTIALS names by default).
     private let ownerUID = CurrentProcess.userID
@@ -73,46 +82,69 @@ final class MonitorHub: @unchecked Sendable {
             guard monitors.count < PortMonitor.maxMonitors else {
                 return PortMonitor.reply(.limit, "this port has \(PortMonitor.maxMonitors) monitors already")
             }
-            monitors.append(Monitor(right: right))
+            monitors.append(Monitor(right: right, base: delivered))
             return PortMonitor.reply(.monitoring)
         }
     }
 
     /// Copies a message the port is delivering to every monitor, never
-    /// waiting. `request`: it came as a request.
-    func copy(_ message: PCPortMessage, request: Bool) {
+    /// waiting. `request`: it came as a request. Returns the delivery's
+    /// number, for `copyReply`.
+    func copy(_ message: PCPortMessage, request: Bool) -> UInt64 {
         lock.withLock {
-            guard !monitors.isEmpty else { return }
-            let body = PortMonitor.copyBody(of: message)
-            var descriptors = message.replyPort != nil && !request ? 1 : 0
-            if message.passedReplyPort != nil { descriptors += 1 }
-            for c in message.components {
-                switch c {
-                case .port, .sharedMemory: descriptors += 1
-                case .data: break
-                }
-            }
-            let now = WallClock.unixMilliseconds()
-            var gone: [Int] = []
-            for i in monitors.indices {
-                monitors[i].sequence += 1
-                let copy = PortMonitor.copy(
-                    of: message, body: body, request: request, descriptors: descriptors,
-                    sequence: monitors[i].sequence, missed: monitors[i].missed, time: now)
-                switch try? monitors[i].right.send(copy, before: .now()) {
-                case .sent:
-                    monitors[i].missed = 0
-                    monitors[i].catchUp?.invalidate()
-                    monitors[i].catchUp = nil
-                case .timedOut:
-                    monitors[i].missed += 1
-                    if monitors[i].catchUp == nil { monitors[i].catchUp = waitForRoom(monitors[i].right) }
-                case .receiverGone, nil:
-                    gone.append(i)
-                }
-            }
-            for i in gone.reversed() { monitors.remove(at: i).drop() }
+            delivered += 1
+            let delivery = delivered
+            send(message, request: request) { delivery - $0.base }
+            return delivery
         }
+    }
+
+    /// Copies the reply the port sends to the request `delivery` (what
+    /// `copy` returned) to every monitor that got that request's copy.
+    func copyReply(_ reply: PCPortMessage, answering delivery: UInt64) {
+        lock.withLock {
+            send(reply, reply: true) { delivery > $0.base ? delivery - $0.base : nil }
+        }
+    }
+
+    /// Lock held: sends `message`'s copy to each monitor `sequence` gives a
+    /// number for, never waiting; counts a copy that does not fit, drops a
+    /// monitor that went away.
+    private func send(
+        _ message: PCPortMessage, request: Bool = false, reply: Bool = false, sequence: (Monitor) -> UInt64?
+    ) {
+        guard !monitors.isEmpty else { return }
+        let body = PortMonitor.copyBody(of: message)
+        // A request's replyPort is the port's own one-shot reply right,
+        // not a descriptor the sender passed.
+        var descriptors = message.replyPort != nil && !request ? 1 : 0
+        if message.passedReplyPort != nil { descriptors += 1 }
+        for c in message.components {
+            switch c {
+            case .port, .sharedMemory: descriptors += 1
+            case .data: break
+            }
+        }
+        let now = WallClock.unixMilliseconds()
+        var gone: [Int] = []
+        for i in monitors.indices {
+            guard let number = sequence(monitors[i]) else { continue }
+            let copy = PortMonitor.copy(
+                of: message, body: body, request: request, reply: reply, descriptors: descriptors,
+                sequence: number, missed: monitors[i].missed, time: now)
+            switch try? monitors[i].right.send(copy, before: .now()) {
+            case .sent:
+                monitors[i].missed = 0
+                monitors[i].catchUp?.invalidate()
+                monitors[i].catchUp = nil
+            case .timedOut:
+                monitors[i].missed += 1
+                if monitors[i].catchUp == nil { monitors[i].catchUp = waitForRoom(monitors[i].right) }
+            case .receiverGone, nil:
+                gone.append(i)
+            }
+        }
+        for i in gone.reversed() { monitors.remove(at: i).drop() }
     }
 
     /// Closes every monitor's right: their subscriptions end.
@@ -168,4 +200,11 @@ final class MonitorHub: @unchecked Sendable {
         guard let ready else { return true }
         return !ready.isDisjoint(with: [.hangUp, .error, .readHangUp])
     }
+}
+
+/// A message whose copy the monitors got (`MonitorHub.copy`): the copy of
+/// the request's reply names it.
+struct MonitoredDelivery {
+    let hub: MonitorHub
+    let delivery: UInt64
 }

@@ -31,10 +31,13 @@ extension PCPort {
 extension SendRight {
     /// `request` for async code: the caller suspends (no thread blocks) until
     /// the reply arrives, read by a source on the background loop. The send
-    /// itself may wait up to `sendTimeout` for room in a full queue.
+    /// itself may wait up to `sendTimeout` for room in a full queue. A zero
+    /// (or negative) `receiveTimeout` is a one-way request, as for the
+    /// synchronous `request`: sent as a plain message, `.sent` once queued.
     public func request(
         _ message: PCPortMessage, sendTimeout: Duration = .seconds(30), receiveTimeout: Duration = .seconds(30)
     ) async throws(PortError) -> RequestResult {
+        if receiveTimeout <= .zero { return try sendOneWay(message, sendTimeout: sendTimeout) }
         let result: Result<RequestResult, PortError> = await withCheckedContinuation { continuation in
             do throws(PortError) {
                 if let early = try request(

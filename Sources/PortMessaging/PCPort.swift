@@ -36,7 +36,10 @@
 // never fires, whose closure holds the port. So a scheduled port lives, and
 // keeps its mode non-empty (run() blocks) even with no connection yet, until
 // it is removed from that mode, invalidated, or the loop itself goes. The
-// port holds its anchors and loops weakly, so nothing cycles.
+// port holds its anchors and loops weakly, so nothing cycles. Joining and
+// leaving a mode is observable (`onSchedule`, `onRemove`: what a subclass
+// of Foundation's Port sees in `schedule(in:forMode:)` and
+// `remove(from:forMode:)`), and `scheduledModes(in:)` lists the modes.
 //
 // Fair service: one pass of the loop handles at most `recordsPerPass`
 // records of a connection (and accepts at most `acceptsPerPass` new
@@ -92,8 +95,8 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     // Safe to share: immutable fields are set in init; `connections`,
     // `listening` (and its entries), `replacedListeners`, `schedulings`,
     // `readAheadWaiting`, `servingLoop`, `valid`, `delegate`, `handler`,
-    // `onError`, `acceptPaused`, `monitors` and `pacing` are accessed with
-    // `lock` held; `transport` only on the loop thread inside a handler (one
+    // `onError`, `acceptPaused`, `monitors`, `pacing`, `scheduleObserver`
+    // and `removeObserver` are accessed with `lock` held; `transport` only on the loop thread inside a handler (one
     // loop per port); `viewing` and `paced` are atomic.
     public typealias Handler = (PCPortMessage) -> PCPortMessage?
     /// A view handler: gets each message lent as a view, valid during the
@@ -133,6 +136,9 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     }
     private var valid = true
     private var invalidationHandlers: [() -> Void] = []
+    /// `onSchedule`'s and `onRemove`'s closures.
+    private var scheduleObserver: SchedulingObserver?
+    private var removeObserver: SchedulingObserver?
     private var disconnectHandler: ((UInt64) -> Void)?
     private var admission: ((UInt64, Credentials?) -> PCPortMessage?)?
     /// `setPacing`'s closure, boxed as `handler` is.
@@ -141,6 +147,12 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     /// written with `lock` held.
     private let paced = Atomic<Bool>(false)
     private var nextConnectionID: UInt64 = 1
+    /// The origin each connection's last origin notice gave
+    /// (MessageOrigin), by connection id; lock held.
+    private var origins: [UInt64: MessageOrigin] = [:]
+    /// Whether `origins` has entries, for the delivery path to skip the
+    /// lock without them; written with `lock` held.
+    private let relaying = Atomic<Bool>(false)
     private var acceptPaused = false
     /// `acceptPaused`, for a closing connection to look at without the
     /// lock: set true under the lock before the listeners leave their
@@ -263,6 +275,35 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
             if box != nil { handler = nil }
             viewing.store(box != nil, ordering: .relaxed)
         }
+    }
+
+    /// What `onSchedule` and `onRemove` are given: the loop and the mode.
+    public typealias SchedulingObserver = (PCRunLoop, PCRunLoop.Mode) -> Void
+
+    /// Calls `observer` each time the port joins a mode of a loop
+    /// (`schedule(in:forMode:)`, `loop.add(port, forMode:)`): once per loop
+    /// and mode, not again while it stays there, as Foundation calls
+    /// `-[NSPort scheduleInRunLoop:forMode:]` when a loop adds the port. On
+    /// the thread that schedules, once the port is in the mode, with no
+    /// lock held. Replaces the earlier observer; nil removes it. A
+    /// subclass of Foundation's `Port` that overrides `schedule(in:forMode:)`
+    /// to see this ports to this (`PCPort` is final).
+    public func onSchedule(_ observer: SchedulingObserver?) { lock.withLock { scheduleObserver = observer } }
+
+    /// Calls `observer` each time the port leaves a mode of a loop it was
+    /// in: `remove(from:forMode:)`, `loop.remove(port, forMode:)`
+    /// (`-[NSPort removeFromRunLoop:forMode:]`), and `invalidate()` for
+    /// every mode it was still in (as a custom source's cancel routine). On
+    /// the thread that removes or invalidates, with no lock held, before
+    /// the loop lets go of the port. Replaces the earlier observer; nil
+    /// removes it. Invalidation drops both observers once it called this one.
+    public func onRemove(_ observer: SchedulingObserver?) { lock.withLock { removeObserver = observer } }
+
+    /// The modes of `loop` the port is in, in the order it joined them
+    /// (`.common` when it was scheduled in the common modes); empty once it
+    /// is invalidated. Safe from any thread.
+    public func scheduledModes(in loop: PCRunLoop) -> [PCRunLoop.Mode] {
+        lock.withLock { schedulings.filter { $0.loop === loop }.map(\.mode) }
     }
 
     /// Called on the loop thread when a connection misbehaves (it is closed).
@@ -446,6 +487,9 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
         let h: ((UInt64) -> Void)? = lock.withLock {
             // One lookup: the entry is found once and removed where it is.
             if let i = connections.index(forKey: id), connections.values[i] === source { connections.remove(at: i) }
+            if relaying.load(ordering: .relaxed), origins.removeValue(forKey: id) != nil, origins.isEmpty {
+                relaying.store(false, ordering: .relaxed)
+            }
             return disconnectHandler
         }
         source.invalidate()
@@ -650,10 +694,12 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
         // Signalled, it serves records read ahead (`noteReadAhead`).
         let anchor = RunLoopSource(perform: { _ in self.serveReadAhead() })
         var waiting = false
+        var observer: SchedulingObserver?
         let sources: [PortSource]?? = lock.withLock { () -> [PortSource]?? in
             guard valid else { return .none }
             if schedulings.contains(where: { $0.loop === loop && $0.mode == mode }) { return .some(.none) }
             waiting = readAheadWaiting != nil
+            observer = scheduleObserver
             servingLoop = loop
             schedulings.append(Scheduling(loop: loop, mode: mode, anchor: anchor))
             for l in listening where l.source == nil { l.source = makeListener(l.socket) }
@@ -664,6 +710,9 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
         guard let outcome = sources else { throw .invalidated }
         guard let sources = outcome else { return }
         loop.add(anchor, forMode: mode)
+        // In the mode from here (its anchor holds it there), also when a
+        // connection's descriptor is refused below.
+        defer { observer?(loop, mode) }
         for s in sources {
             do { try loop.add(s, forMode: mode) } catch { throw .system(error) }
         }
@@ -673,12 +722,15 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     /// Removes the port from `loop`'s `mode` (NSPort removeFromRunLoop:forMode:,
     /// NSRunLoop removePort:forMode:); the loop lets go of it.
     public func remove(from loop: PCRunLoop, forMode mode: PCRunLoop.Mode) {
+        var observer: SchedulingObserver?
         let (sources, anchors): ([PortSource], [RunLoopSource]) = lock.withLock {
             let leaving = schedulings.filter { $0.loop === loop && $0.mode == mode }
             schedulings.removeAll { $0.loop == nil || ($0.loop === loop && $0.mode == mode) }
+            if !leaving.isEmpty { observer = removeObserver }
             return (Array(connections.values) + listeningSources, leaving.compactMap(\.anchor))
         }
         for s in sources { loop.remove(s, forMode: mode) }
+        observer?(loop, mode)
         // Last: the anchor may hold the last reference to the port.
         for a in anchors { a.invalidate() }
     }
@@ -705,6 +757,8 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     public func invalidate() {
         var monitorsLeft: MonitorHub?
         var readAheadLoop: PCRunLoop?
+        var left: [(loop: PCRunLoop, mode: PCRunLoop.Mode)] = []
+        var observer: SchedulingObserver?
         let (sources, handlers, listeningSockets, anchors):
             ([PortSource], [() -> Void], [SharedDescriptor], [RunLoopSource]) = lock.withLock {
             guard valid else { return ([], [], [], []) }
@@ -715,7 +769,11 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
             let sockets = listening.map(\.socket)
             listening.removeAll()
             let anchors = schedulings.compactMap(\.anchor)
+            left = scheduled
             schedulings.removeAll()
+            observer = removeObserver
+            scheduleObserver = nil
+            removeObserver = nil
             let h = invalidationHandlers
             invalidationHandlers.removeAll()
             monitorsLeft = monitors
@@ -743,6 +801,7 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
         // The listening sockets close here, after their sources left every loop.
         withExtendedLifetime(listeningSockets) {}
         for h in handlers { h() }
+        if let observer { for (loop, mode) in left { observer(loop, mode) } }
         // Last: the loops let go of the port (maybe its last reference).
         withExtendedLifetime(self) {
             for a in anchors { a.invalidate() }
@@ -933,7 +992,7 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
                     if transport.hasReadAhead(of: id) { noteReadAhead(source, id) }
                     return
                 } else {
-                    _ = deliver(message)
+                    deliverOneWay(consume message, id)
                 }
             }
         }
@@ -949,6 +1008,7 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
         // A request's reply, worked out inside the closure, sent once the
         // view (which holds the reply right while it lives) is gone.
         var request: (right: SendRight, msgid: UInt32, reply: PCPortMessage?)?
+        var monitored: MonitoredDelivery?
         let outcome: MessageTransport.ReceivedView
         do {
             outcome = try transport.receiveView(
@@ -957,8 +1017,13 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
                 if transport.takeNewReadAhead() { noteReadAhead(source, id) }
                 view.connectionID = id
                 view.connectionCredentials = peer
+                if view.msgid == MessageOrigin.noticeMessageID && !replyExpected {
+                    noteOrigin(view.copy().components.first?.string, sender: view.sender, connection: id)
+                    return
+                }
+                if relaying.load(ordering: .relaxed) { view.origin = origin(of: id) }
                 guard replyExpected else {
-                    _ = deliverView(view)
+                    _ = deliverView(view, request: false, monitored: &monitored)
                     return
                 }
                 let replyRight = SendRight(connection: connection, oneShotReply: true, limits: limits, lock: replyLock)
@@ -967,7 +1032,7 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
                 view.expectsReply = true
                 let reply =
                     view.msgid == PortMonitor.subscribeMessageID
-                    ? answerSubscription(view.copy()) : deliverView(view, request: true)
+                    ? answerSubscription(view.copy()) : deliverView(view, request: true, monitored: &monitored)
                 view.replyPort = nil
                 request = (replyRight, view.msgid, reply)
             }
@@ -986,9 +1051,11 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
             guard case (var replyRight, let msgid, let reply)? = request.take() else { return true }
             // Kept by the handler (to answer later) unless we hold the only reference.
             let deferred = !isKnownUniquelyReferenced(&replyRight)
+            let answered = monitored != nil && !replyRight.isValid  // by the handler, through the right
             if let error = replyRight.answer(reply, requestID: msgid, deferred: deferred, using: transport) {
                 fail(source, error, id)
             }
+            if !answered { copyReply(reply, to: monitored, requestID: msgid, deferred: deferred) }
             // As in `serve`: a request ends the connection's turn.
             if transport.hasReadAhead(of: id) { noteReadAhead(source, id) }
             return false
@@ -998,9 +1065,18 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     /// The one place a received message is handed to the application
     /// (handler closure, else view handler, else delegate), on the loop
     /// thread; a monitor, when there is one, gets its copy first.
-    private func deliver(_ message: PCPortMessage, request: Bool = false) -> PCPortMessage? {
+    private func deliver(_ message: PCPortMessage) -> PCPortMessage? {
+        var monitored: MonitoredDelivery?
+        return deliver(message, request: false, monitored: &monitored)
+    }
+
+    /// `deliver`, for a request too; `monitored` is set when monitors got
+    /// the message's copy, so that the reply's copy can follow it.
+    private func deliver(
+        _ message: PCPortMessage, request: Bool, monitored: inout MonitoredDelivery?
+    ) -> PCPortMessage? {
         let (h, d, m) = lock.withLock { (handler, handler == nil ? delegate : nil, monitors) }
-        if let m { m.copy(message, request: request) }
+        if let m { monitored = MonitoredDelivery(hub: m, delivery: m.copy(message, request: request)) }
         if let h { return h.call(message) }
         // A view handler set since `serve` chose to receive an array (by
         // another thread, or by a handler earlier in the pass): the
@@ -1014,11 +1090,51 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     /// `deliver` for a view: the view handler, or (when the port was
     /// switched back to closures since the record was read) `deliver` of
     /// the view's copy; a monitor, when there is one, gets `view.copy()`.
-    private func deliverView(_ view: borrowing PortMessageView, request: Bool = false) -> PCPortMessage? {
+    private func deliverView(
+        _ view: borrowing PortMessageView, request: Bool, monitored: inout MonitoredDelivery?
+    ) -> PCPortMessage? {
         let (v, m) = lock.withLock { (viewHandler, monitors) }
-        guard let v else { return deliver(view.copy(), request: request) }
-        if let m { m.copy(view.copy(), request: request) }
+        guard let v else { return deliver(view.copy(), request: request, monitored: &monitored) }
+        if let m { monitored = MonitoredDelivery(hub: m, delivery: m.copy(view.copy(), request: request)) }
         return v.call(view)
+    }
+
+    /// A one-way message: an origin notice is read here and never
+    /// delivered; anything else is delivered with its connection's origin.
+    private func deliverOneWay(_ received: consuming PCPortMessage, _ id: UInt64) {
+        var message = received
+        if message.msgid == MessageOrigin.noticeMessageID {
+            noteOrigin(message.components.first?.string, sender: message.sender, connection: id)
+            return
+        }
+        if relaying.load(ordering: .relaxed) { message.origin = origin(of: id) }
+        _ = deliver(message)
+    }
+
+    /// The origin connection `id`'s last notice gave.
+    private func origin(of id: UInt64) -> MessageOrigin? { lock.withLock { origins[id] } }
+
+    /// An origin notice (MessageOrigin): what follows on connection `id`
+    /// comes from that origin, asserted by `sender`. A notice that cannot
+    /// be read clears the connection's origin (nothing relayed is passed
+    /// off as local, nor as the previous origin) and is logged.
+    private func noteOrigin(_ text: String?, sender: Credentials?, connection id: UInt64) {
+        var origin = text.flatMap(MessageOrigin.init(text:))
+        origin?.relayedBy = sender
+        if origin == nil { logger.warning("an origin notice that cannot be read on connection \(id) of \(self)") }
+        lock.withLock {
+            origins[id] = origin
+            relaying.store(!origins.isEmpty, ordering: .relaxed)
+        }
+    }
+
+    /// A request's reply, as the port sends it when its handler returned
+    /// (`reply`, or an empty one with the request's msgid), to the
+    /// monitors that got the request's copy; not when the handler kept
+    /// the reply right to answer later, nor when it answered through it.
+    private func copyReply(_ reply: PCPortMessage?, to monitored: MonitoredDelivery?, requestID: UInt32, deferred: Bool) {
+        guard let monitored, reply != nil || !deferred else { return }
+        monitored.hub.copyReply(reply ?? PCPortMessage(msgid: requestID), answering: monitored.delivery)
     }
 
     /// A request: its one-shot reply right is this very connection.
@@ -1027,17 +1143,25 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     ) {
         var replyRight = SendRight(connection: connection, oneShotReply: true, limits: limits, lock: replyLock)
         var message = request
+        // Set here, not before the consuming call (this compiler cannot
+        // consume a message whose non-trivial field was just written).
+        if relaying.load(ordering: .relaxed) { message.origin = origin(of: id) }
         message.passedReplyPort = message.replyPort
         message.replyPort = replyRight
         message.expectsReply = true
         let msgid = message.msgid
-        let reply = msgid == PortMonitor.subscribeMessageID ? answerSubscription(message) : deliver(message, request: true)
+        var monitored: MonitoredDelivery?
+        let reply =
+            msgid == PortMonitor.subscribeMessageID
+            ? answerSubscription(message) : deliver(message, request: true, monitored: &monitored)
         message.replyPort = nil
         // Kept by the handler (to answer later) unless we hold the only reference.
         let deferred = !isKnownUniquelyReferenced(&replyRight)
+        let answered = monitored != nil && !replyRight.isValid  // by the handler, through the right
         if let error = replyRight.answer(reply, requestID: msgid, deferred: deferred, using: transport) {
             fail(source, error, id)
         }
+        if !answered { copyReply(reply, to: monitored, requestID: msgid, deferred: deferred) }
     }
 
     /// The port's own answer to a monitor's SUBSCRIBE.

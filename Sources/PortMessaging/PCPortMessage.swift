@@ -73,6 +73,10 @@ public struct PCPortMessage: @unchecked Sendable {
     /// its listening socket): not necessarily the sender. Nil for rights the
     /// port minted itself (socketpair) and on messages built locally.
     public internal(set) var connectionCredentials: Credentials?
+    /// For a message relayed from another host: its origin as the relay
+    /// asserted it (`MessageOrigin`: the last origin notice on this
+    /// connection). Nil otherwise.
+    public internal(set) var origin: MessageOrigin?
 
     public init(msgid: UInt32, components: [Component] = [], replyPort: SendRight? = nil) {
         self.msgid = msgid
@@ -81,6 +85,7 @@ public struct PCPortMessage: @unchecked Sendable {
         self.sender = nil
         self.connectionID = nil
         self.connectionCredentials = nil
+        self.origin = nil
         self.passedReplyPort = nil
     }
 
@@ -92,6 +97,7 @@ public struct PCPortMessage: @unchecked Sendable {
         self.sender = sender
         self.connectionID = nil
         self.connectionCredentials = nil
+        self.origin = nil
         self.passedReplyPort = nil
     }
 

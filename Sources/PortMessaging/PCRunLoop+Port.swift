@@ -18,4 +18,10 @@ extension PCRunLoop {
     public func remove(_ port: PCPort, forMode mode: Mode) {
         port.remove(from: self, forMode: mode)
     }
+
+    /// Whether `port` is in `mode` of this loop (for `.common`: whether it
+    /// was scheduled in the common modes). See `PCPort.scheduledModes(in:)`.
+    public func contains(_ port: PCPort, inMode mode: Mode) -> Bool {
+        port.scheduledModes(in: self).contains(mode)
+    }
 }

@@ -55,10 +55,14 @@ public enum SendResult: Sendable, Equatable {
     case receiverGone
 }
 
-/// How a request ended.
+/// How a request ended. CF's kCFMessagePortSuccess is `.reply` for a
+/// request that waited for its reply, `.sent` for a one-way one.
 public enum RequestResult: Sendable {
     /// The reply.
     case reply(PCPortMessage)
+    /// A one-way request (no receive timeout, no reply mode: CF's NULL
+    /// replyMode) is in the receiver's queue; no reply was asked for.
+    case sent
     /// The request could not be queued before the send deadline.
     case sendTimedOut
     /// No reply came before the receive deadline.

@@ -76,6 +76,8 @@ public struct PortMessageView: ~Copyable {
     public internal(set) var connectionID: UInt64?
     /// Who made that connection (`PCPortMessage.connectionCredentials`).
     public internal(set) var connectionCredentials: Credentials?
+    /// The origin of a relayed message (`PCPortMessage.origin`).
+    public internal(set) var origin: MessageOrigin?
 
     package init(
         msgid: UInt32, slots: UnsafeBufferPointer<Slot>, objects: [PCPortMessage.Component], replyPort: SendRight?,
@@ -89,6 +91,7 @@ public struct PortMessageView: ~Copyable {
         self.sender = sender
         self.connectionID = nil
         self.connectionCredentials = nil
+        self.origin = nil
     }
 
     /// Lends `message` to `body` as a view (its data copied into one
@@ -128,6 +131,7 @@ public struct PortMessageView: ~Copyable {
         view.expectsReply = message.expectsReply
         view.connectionID = message.connectionID
         view.connectionCredentials = message.connectionCredentials
+        view.origin = message.origin
         return body(view)
     }
 
@@ -216,6 +220,7 @@ public struct PortMessageView: ~Copyable {
         message.setReceived(
             sender: sender, connectionID: connectionID, connectionCredentials: connectionCredentials,
             passedReplyPort: passedReplyPort, expectsReply: expectsReply)
+        message.origin = origin
         return message
     }
 }

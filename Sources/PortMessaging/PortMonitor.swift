@@ -9,7 +9,10 @@
 //     "not-monitorable", "limit" or "bad-request" followed by a reason.
 //   COPY (msgid 0xffff_f002, sent to the monitor's port): two data
 //     components, a header and the bytes shown (see `copy(of:...)`); never
-//     a descriptor and never a reply port.
+//     a descriptor and never a reply port. A copy of a delivered message,
+//     or (the reply flag) of the reply the port sent for a request when
+//     its handler returned, whose sequence is then its request's. A reply
+//     sent later, through a reply right the handler kept, is not copied.
 //   MISSED (msgid 0xffff_f003, sent to the monitor's port once it has room
 //     again after copies were dropped): one data component, the number of
 //     copies dropped and the owner's time (two u64, little-endian).
@@ -95,6 +98,7 @@ public enum PortMonitor {
         static let request: UInt8 = 1
         static let replyPort: UInt8 = 2
         static let sender: UInt8 = 4
+        static let reply: UInt8 = 8
     }
 
     enum Kind: UInt8 {
@@ -131,16 +135,18 @@ public enum PortMonitor {
     /// The copy of a delivered message for one monitor: `sequence` counts
     /// the messages the port delivered since this monitor subscribed (so
     /// the first copy is 1), `missed` the copies dropped since the last
-    /// one that reached it.
+    /// one that reached it. With `reply`, the copy of the reply the port
+    /// sent, and `sequence` that of the request it answers.
     static func copy(
         of message: PCPortMessage, body: (bytes: [UInt8], entries: [(Kind, UInt64, UInt32)]), request: Bool,
-        descriptors: Int, sequence: UInt64, missed: UInt64, time: UInt64
+        reply: Bool = false, descriptors: Int, sequence: UInt64, missed: UInt64, time: UInt64
     ) -> PCPortMessage {
         var h: [UInt8] = []
         h.reserveCapacity(fixedHeaderSize + entrySize * body.entries.count)
         func le<T: FixedWidthInteger>(_ v: T) { withUnsafeBytes(of: v.littleEndian) { h.append(contentsOf: $0) } }
         var flags: UInt8 = 0
         if request { flags |= Flag.request }
+        if reply { flags |= Flag.reply }
         // A request's `replyPort` is the port's own one-shot reply right;
         // what the sender passed is `passedReplyPort`.
         if (request ? message.passedReplyPort : message.replyPort) != nil { flags |= Flag.replyPort }
@@ -187,16 +193,21 @@ public struct MonitoredMessage: Sendable {
     public let sender: Credentials?
     /// The message was a request (its sender waits for a reply).
     public let isRequest: Bool
+    /// The message is the reply the port sent to the request whose
+    /// `sequence` this copy carries.
+    public let isReply: Bool
     /// The message carried a reply port.
     public let hasReplyPort: Bool
     /// How many descriptors (rights, shared memory, a reply port) it
     /// carried; none reached the monitor.
     public let descriptorCount: Int
-    /// Messages the port delivered since this monitor subscribed, this one included.
+    /// Messages the port delivered since this monitor subscribed, this one
+    /// included; for a reply, the request's.
     public let sequence: UInt64
     /// Copies dropped before this one because the monitor's queue was full.
     public let missed: UInt64
-    /// When the owner's port delivered it (Unix milliseconds, the owner's clock).
+    /// When the owner's port delivered it, or sent it for a reply (Unix
+    /// milliseconds, the owner's clock).
     public let deliveredAt: UInt64
     public let components: [Component]
 
@@ -217,6 +228,7 @@ public struct MonitoredMessage: Sendable {
         sender = flags & PortMonitor.Flag.sender != 0
             ? Credentials(pid: le(Int32.self, 8), uid: le(UInt32.self, 12), gid: le(UInt32.self, 16)) : nil
         isRequest = flags & PortMonitor.Flag.request != 0
+        isReply = flags & PortMonitor.Flag.reply != 0
         hasReplyPort = flags & PortMonitor.Flag.replyPort != 0
         descriptorCount = Int(le(UInt32.self, 20))
         sequence = le(UInt64.self, 24)

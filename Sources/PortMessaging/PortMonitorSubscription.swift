@@ -60,11 +60,15 @@ public final class PortMonitorSubscription: Sendable {
     /// Asks the port `right` leads to for a copy of every message it
     /// delivers from now on. `handler` runs on `loop`'s thread in `mode`,
     /// once per copy, in the port's order; `timeout` bounds each wait of
-    /// SUBSCRIBE (for room, for the answer).
+    /// SUBSCRIBE (for room, for the answer): a zero (or negative) one
+    /// leaves no time for the answer, `.timedOut` at once.
     public static func subscribe(
         to right: SendRight, loop: PCRunLoop, mode: PCRunLoop.Mode = .default, timeout: Duration = .seconds(5),
         handler: @escaping @Sendable (Event) -> Void
     ) throws(PortError) -> Outcome {
+        // Not sent: a request with no time to wait is a one-way message,
+        // which the port would hand its handler instead of answering.
+        guard timeout > .zero else { return .timedOut }
         let port = PCPort()
         port.setHandler { [weak port] message in
             guard port?.isValid == true else { return nil }
@@ -111,7 +115,7 @@ public final class PortMonitorSubscription: Sendable {
             }
             let reason = words.dropFirst().first ?? (words.isEmpty ? "the port does not support monitoring" : words[0])
             outcome = .declined(answer, reason)
-        case .sendTimedOut, .receiveTimedOut: outcome = .timedOut
+        case .sendTimedOut, .receiveTimedOut, .sent: outcome = .timedOut  // `.sent`: not with a timeout (above)
         case .invalidPort: outcome = .portGone
         }
         port.invalidate()

@@ -247,10 +247,17 @@ public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvert
     /// other threads' `send` and `isValid` on the right proceed meanwhile.
     /// A `stop()` of the loop that arrives during the wait is passed on to
     /// the run this request was nested in, once the request returns.
+    ///
+    /// A zero (or negative) `receiveTimeout` without a `replyMode` is CF's
+    /// one-way request (`CFMessagePortSendRequest` with a NULL replyMode and
+    /// a receive timeout of 0): the message goes as a plain message, no
+    /// reply is asked for or waited for, and the result is `.sent` (CF's
+    /// kCFMessagePortSuccess) once it is in the receiver's queue.
     public func request(
         _ message: PCPortMessage, sendTimeout: Duration = .seconds(30), receiveTimeout: Duration = .seconds(30),
         replyMode: PCRunLoop.Mode? = nil
     ) throws(PortError) -> RequestResult {
+        if replyMode == nil && receiveTimeout <= .zero { return try sendOneWay(message, sendTimeout: sendTimeout) }
         let loop = PCRunLoop.current
         let waitsInPrivateMode = replyMode == nil
         return try requestMutex.withLockAnnotated { _ throws(PortError) -> RequestResult in
@@ -293,6 +300,16 @@ public final class SendRight: @unchecked Sendable, Hashable, CustomStringConvert
                 case .handledSource: continue
                 }
             }
+        }
+    }
+
+    /// A one-way request: `message` sent as a plain message (the receiver
+    /// sends no reply), its outcome in a request's terms.
+    package func sendOneWay(_ message: PCPortMessage, sendTimeout: Duration) throws(PortError) -> RequestResult {
+        switch try send(message, timeout: sendTimeout) {
+        case .sent: .sent
+        case .timedOut: .sendTimedOut
+        case .receiverGone: .invalidPort
         }
     }
 

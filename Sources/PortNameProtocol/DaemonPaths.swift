@@ -7,9 +7,15 @@
 //   3. the system instance, `/run/portd/portd.sock`, when asked for (`--system`),
 //   4. the per-user instance, `$XDG_RUNTIME_DIR/portd/portd.sock`,
 //   5. the per-user instance without XDG_RUNTIME_DIR (unset, empty or not
-//      absolute, as the XDG spec says to ignore), `/tmp/portd-$UID/portd.sock`,
-//      whose directory must be private: owned by the user, mode 0700, not a
-//      symlink (checked by DaemonDirectory, never trusted blindly).
+//      absolute, as the XDG spec says to ignore), `/run/user/$UID/portd/portd.sock`,
+//      in the runtime directory pam_systemd (logind) makes for the user at
+//      login. Only root creates anything in `/run/user`, so no other uid can
+//      occupy or redirect that path (a predictable name in world-writable
+//      `/tmp` could be taken by anyone first); it must exist and be private:
+//      owned by the user, mode 0700, not a symlink (checked by
+//      DaemonDirectory, never trusted blindly). portd refuses to start
+//      without it and says what to set, but for root, whose `/run/user/0`
+//      it makes itself.
 //
 // This file is pure: it reads the environment through the closure it is
 // given and touches no file, so tests pass a dictionary.
@@ -44,9 +50,8 @@ public struct DaemonSocketLocation: Sendable, Equatable, CustomStringConvertible
         self.origin = origin
     }
 
-    /// The directory portd creates before binding (and, for the `/tmp`
-    /// fallback, checks is private); nil for an explicit path, whose
-    /// directory is the caller's business.
+    /// The directory portd creates before binding; nil for an explicit
+    /// path, whose directory is the caller's business.
     public var directory: String? {
         switch origin {
         case .option, .environment: nil
@@ -58,9 +63,16 @@ public struct DaemonSocketLocation: Sendable, Equatable, CustomStringConvertible
     /// searchable by everyone (clients of every uid connect), a user's is private.
     public var directoryPermissions: UInt32 { origin == .systemInstance ? 0o755 : 0o700 }
 
-    /// The directory must be owned by the user and closed to everyone else
-    /// before anything in it is trusted (it lives in world-writable `/tmp`).
+    /// `runtimeDirectory` must exist, be owned by the user and be closed to
+    /// everyone else before anything in it is trusted or created.
     public var directoryMustBePrivate: Bool { origin == .userFallback }
+
+    /// The user's private runtime directory that holds `directory`, for the
+    /// fallback without XDG_RUNTIME_DIR (`/run/user/$UID`); nil otherwise.
+    public var runtimeDirectory: String? {
+        guard origin == .userFallback, let directory else { return nil }
+        return DaemonPaths.parent(of: directory)
+    }
 
     public var description: String { path }
 }
@@ -73,14 +85,18 @@ public enum DaemonPaths {
     /// The socket's file name inside an instance's directory.
     public static let socketName = "portd.sock"
 
-    /// The per-user directory under `/tmp` when XDG_RUNTIME_DIR is unset.
-    public static func fallbackDirectory(userID: UInt32) -> String { "/tmp/portd-\(userID)" }
+    /// The user's runtime directory when XDG_RUNTIME_DIR is unset: the one
+    /// pam_systemd makes at login, in root's `/run/user`.
+    public static func runtimeDirectory(userID: UInt32) -> String { "/run/user/\(userID)" }
+
+    /// The per-user instance's directory when XDG_RUNTIME_DIR is unset.
+    public static func fallbackDirectory(userID: UInt32) -> String { "\(runtimeDirectory(userID: userID))/portd" }
 
     /// Resolves the control socket's location (see the order at the top of this file).
     /// - Parameters:
     ///   - explicitPath: `--socket PATH`, if given.
     ///   - instance: `--system`/`--user`, if given; nil means the user instance.
-    ///   - userID: the real uid, for the `/tmp` fallback.
+    ///   - userID: the real uid, for the fallback without XDG_RUNTIME_DIR.
     ///   - environment: reads one environment variable.
     public static func resolve(
         explicitPath: String?, instance: DaemonInstance?, userID: UInt32,

@@ -9,7 +9,7 @@ extension PCRunLoop: SerialExecutor {
     public func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
         let executor = asUnownedSerialExecutor()
-        perform(inModes: [.common]) { job.runSynchronously(on: executor) }
+        queuePerform(modes: [.common], order: 0, target: nil, isSource: false) { job.runSynchronously(on: executor) }
     }
 
     public func asUnownedSerialExecutor() -> UnownedSerialExecutor {

@@ -29,7 +29,9 @@ extension PCRunLoop {
     /// `stop()`. Returns false at once, running nothing, when the mode has no
     /// sources, timers or perform requests; true otherwise (also when the
     /// run emptied the mode, e.g. a one-shot timer fired). Timers that fire
-    /// do not end the run (in Foundation neither). Owner thread only.
+    /// and blocks that run do not end the run (in Foundation neither); a
+    /// perform on a thread does (`perform(inModes:waitUntilDone:_:)`,
+    /// `PCThread.perform`), as in Foundation. Owner thread only.
     @discardableResult
     public func run(mode: Mode, before deadline: MonotonicInstant) -> Bool {
         runIfNotEmpty(mode, before: deadline, returnAfterSourceHandled: true) != nil
@@ -78,9 +80,11 @@ extension PCRunLoop {
     /// CF's order: a source handled and `returnAfterSourceHandled`
     /// (`.handledSource`), the deadline passed (`.timedOut`, so a zero-timeout
     /// run that empties the mode is `.timedOut`, as in CF), `stop()`
-    /// (`.stopped`), the mode empty (`.finished`). Timers firing and perform
-    /// requests running are not "handling a source" (CF's timers and blocks
-    /// are not either). Runs may nest: a callout may run the loop again, in
+    /// (`.stopped`), the mode empty (`.finished`). Timers firing and blocks
+    /// (`perform(inModes:order:target:_:)`) running are not "handling a
+    /// source" (CF's timers and blocks are not either); a perform on a
+    /// thread (`perform(inModes:waitUntilDone:_:)`) is, as Foundation's
+    /// perform-selector source is. Runs may nest: a callout may run the loop again, in
     /// any mode. Owner thread only.
     @discardableResult
     public func runInMode(_ mode: Mode, before deadline: MonotonicInstant, returnAfterSourceHandled: Bool = false) -> RunResult {
@@ -164,9 +168,12 @@ extension PCRunLoop {
         while true {
             notify(ms, .beforeTimers)
             notify(ms, .beforeSources)
-            runPerformRequests(ms)
-            var handledSource = performSignalledSources(ms)
-            if handledSource { runPerformRequests(ms) }
+            // Performs on a thread are sources (see PCRunLoop+Perform.swift).
+            var handledSource = runPerformRequests(ms)
+            if performSignalledSources(ms) {
+                handledSource = true
+                runPerformRequests(ms)
+            }
             let poll = handledSource || isPast(deadline)
             var count = 0
             // `removalCount` when the mode was last seen non-empty this pass.
@@ -182,7 +189,7 @@ extension PCRunLoop {
             collectReady(ms, events, count, into: &ready, due: &due, plan: &plan)
             let timersFired = fire(&due)
             if dispatch(ms, &ready, afterCallouts: timersFired) { handledSource = true }
-            runPerformRequests(ms)
+            if runPerformRequests(ms) { handledSource = true }
 
             if handledSource && returnAfterSourceHandled { return .handledSource }
             if isPast(deadline) { return .timedOut }

@@ -7,7 +7,8 @@
 //   1. notify .entry                       (once per run, not per pass)
 //   2. notify .beforeTimers
 //   3. notify .beforeSources
-//   4. run queued perform requests; perform signalled custom sources
+//   4. run queued perform requests (a perform on a thread counts as a
+//      source handled, a block does not); perform signalled custom sources
 //   5. if a port source is already ready, handle it without sleeping (go to 9)
 //   6. notify .beforeWaiting
 //   7. sleep in epoll_wait until a port source is ready, a timer is due, the
@@ -148,6 +149,8 @@ public final class PCRunLoop: @unchecked Sendable {
     /// or is cancelled. The target is retained until then, as Foundation does.
     var delayedPerforms: [ObjectIdentifier: (target: AnyObject, timer: PCTimer)] = [:]
     var nextSequence: UInt64 = 1
+    /// The id of the next perform request (`PerformToken`).
+    var nextPerformID: UInt64 = 1
     var nextToken: UInt64 = 2
 
     // MARK: Owner-only

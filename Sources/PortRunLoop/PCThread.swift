@@ -64,8 +64,10 @@ public final class PCThread: @unchecked Sendable {
 
     /// `performSelector:onThread:withObject:waitUntilDone:modes:`: queues
     /// `body` on this thread's loop, to run at its next pass in one of
-    /// `modes`. Runs when the thread runs its loop in one of them. Safe from
-    /// any thread.
+    /// `modes`. Runs when the thread runs its loop in one of them, delivered
+    /// as a source of the loop, as Foundation delivers it: the thread's
+    /// `run(mode:before:)` returns after it (see
+    /// `PCRunLoop.perform(inModes:waitUntilDone:_:)`). Safe from any thread.
     public func perform(
         inModes modes: [PCRunLoop.Mode] = [.common], waitUntilDone: Bool = false,
         _ body: @escaping @Sendable () -> Void

@@ -6,9 +6,10 @@
 // adds F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL, so that the
 // contents and size can never change again, whoever holds the descriptor. A
 // receiver trusts a memfd only after `checkSealed` saw at least the first
-// three seals and a size covering the announced length, all of it
-// allocated (no holes: reading one allocates memory charged to the reader);
-// only then does it map it, read-only. Without the seals a sender could shrink the file under
+// three seals and a size covering the announced length, all of that range
+// allocated: no hole before the announced length (SEEK_HOLE from offset 0),
+// since reading a hole allocates memory charged to the reader, whatever
+// the rest of the file holds; only then does it map it, read-only. Without the seals a sender could shrink the file under
 // the receiver's mapping (SIGBUS) or change bytes after validation.
 
 import CPortSystem
@@ -65,6 +66,10 @@ public enum MemFD {
         /// holes would be allocated, and charged to the receiver, as it
         /// reads them.
         case sparse(allocated: Int, announced: Int)
+        /// The announced range has a hole at byte `offset` (the first
+        /// `announced` bytes are what the receiver maps and reads; bytes
+        /// written beyond them do not pay for it).
+        case hole(offset: Int, announced: Int)
         /// A system call failed unexpectedly.
         case system(SystemCallError)
 
@@ -77,6 +82,8 @@ public enum MemFD {
                 "large component: memfd holds \(size) bytes, message announced \(announced)"
             case .sparse(let allocated, let announced):
                 "large component: memfd has \(allocated) bytes allocated, message announced \(announced) (holes are refused)"
+            case .hole(let offset, let announced):
+                "large component: memfd has a hole at byte \(offset) of the \(announced) announced (holes are refused)"
             case .system(let e): "large component: \(e)"
             }
         }
@@ -111,6 +118,25 @@ public enum MemFD {
         }
     }
 
+    /// Writes all of `bytes` at `offset`, looping over short writes (the
+    /// file offset does not move). The corresponding C function is `pwrite`.
+    package static func write(_ fd: borrowing OwnedDescriptor, _ bytes: UnsafeRawBufferPointer, at offset: Int) throws(SystemCallError) {
+        let fd = fd.rawValue
+        var done = 0
+        while done < bytes.count {
+            guard let base = bytes.baseAddress else { return }
+            let n = try SystemCall.must("pwrite(memfd)") { pwrite(fd, base + done, bytes.count - done, off_t(offset + done)) }
+            done += n
+        }
+    }
+
+    /// Sets the file's size to `size` bytes; growing it adds a hole. The
+    /// corresponding C function is `ftruncate`.
+    package static func resize(_ fd: borrowing OwnedDescriptor, to size: Int) throws(SystemCallError) {
+        let fd = fd.rawValue
+        _ = try SystemCall.must("ftruncate(memfd)") { ftruncate(fd, off_t(size)) }
+    }
+
     /// Adds `seals`. The corresponding C function is `fcntl(F_ADD_SEALS)`.
     package static func addSeals(_ fd: borrowing OwnedDescriptor, _ seals: Seals) throws(SystemCallError) {
         let fd = fd.rawValue
@@ -130,6 +156,12 @@ public enum MemFD {
         try sizes(fd).size
     }
 
+    /// The bytes allocated to the file (`st_blocks` × 512). The
+    /// corresponding C function is `fstat`.
+    package static func allocatedBytes(_ fd: borrowing OwnedDescriptor) throws(SystemCallError) -> Int {
+        try sizes(fd).allocated
+    }
+
     /// The file's size and the bytes allocated to it (`st_blocks` × 512),
     /// in one `fstat`.
     private static func sizes(_ fd: borrowing OwnedDescriptor) throws(SystemCallError) -> (size: Int, allocated: Int) {
@@ -137,6 +169,14 @@ public enum MemFD {
         var st = stat()
         _ = try SystemCall.must("fstat") { fstat(fd, &st) }
         return (Int(st.st_size), Int(st.st_blocks) * 512)
+    }
+
+    /// The offset of the first hole at or after `offset`, which must be
+    /// below the file's size (the end of the file counts as a hole). The
+    /// corresponding C function is `lseek(SEEK_HOLE)`.
+    package static func nextHole(_ fd: borrowing OwnedDescriptor, from offset: Int) throws(SystemCallError) -> Int {
+        let fd = fd.rawValue
+        return Int(try SystemCall.must("lseek(SEEK_HOLE)") { lseek(fd, off_t(offset), PORT_SEEK_HOLE) })
     }
 
     /// A new memfd holding a copy of `bytes`, sealed with `Seals.all`,
@@ -151,12 +191,16 @@ public enum MemFD {
     }
 
     /// Checks that `fd` is a memfd sealed with at least `Seals.required`,
-    /// holding at least `length` bytes, all of them allocated. A receiver
-    /// calls this before `mapReadOnly`; an unsealed memfd is refused, and so
-    /// is one with holes (made long by ftruncate alone): reading a hole of
+    /// holding at least `length` bytes, the first `length` of them all
+    /// allocated. A receiver calls this before `mapReadOnly`; an unsealed
+    /// memfd is refused, and so is one with a hole in that range (made long
+    /// by ftruncate alone, or written only beyond it): reading a hole of
     /// shared memory allocates it, charged to the reader, so a sender could
-    /// make a receiver hold memory the sender never paid for. PortCore's
-    /// senders write every byte.
+    /// make a receiver hold memory the sender never paid for. The file's
+    /// allocated total (`st_blocks`) is checked first, then the range
+    /// itself (SEEK_HOLE from offset 0 must reach `length`): a file longer
+    /// than announced may have as many blocks as the range needs, written
+    /// past it. PortCore's senders write every byte.
     package static func checkSealed(_ fd: borrowing OwnedDescriptor, length: Int) throws(ValidationError) {
         let present: Seals
         do {
@@ -172,6 +216,10 @@ public enum MemFD {
         do { actual = try sizes(fd) } catch { throw .system(error) }
         if actual.size < length { throw .tooShort(size: actual.size, announced: length) }
         if actual.allocated < length { throw .sparse(allocated: actual.allocated, announced: length) }
+        guard length > 0 else { return }
+        let hole: Int
+        do { hole = try nextHole(fd, from: 0) } catch { throw .system(error) }
+        if hole < length { throw .hole(offset: hole, announced: length) }
     }
 
     /// Maps the first `length` bytes of `fd` read-only and shared. `length`

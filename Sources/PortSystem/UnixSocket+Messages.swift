@@ -91,6 +91,38 @@ extension UnixSocket {
         }
     }
 
+    /// Sends `bytes` as one datagram to `address` from an unconnected
+    /// datagram socket, with the first `controlLength` bytes of `control`
+    /// as ancillary data, never waiting: a receiver whose queue is full
+    /// (`net.unix.max_dgram_qlen`) is `.wouldBlock`. A missing or unbound
+    /// address (ENOENT, ECONNREFUSED) is thrown. The corresponding C
+    /// function is `sendmsg` (with `msg_name`).
+    package static func send(
+        _ fd: borrowing OwnedDescriptor, _ bytes: UnsafeRawBufferPointer, to address: UnixSocketAddress,
+        control: ControlMessage.Buffer? = nil, controlLength: Int = 0
+    ) throws(SystemCallError) -> SendOutcome {
+        let fd = fd.rawValue
+        var iov = iovec(iov_base: UnsafeMutableRawPointer(mutating: bytes.baseAddress), iov_len: bytes.count)
+        return try address.withSockAddr { (sa, length) throws(SystemCallError) -> SendOutcome in
+            try withUnsafeMutablePointer(to: &iov) { p throws(SystemCallError) -> SendOutcome in
+                var msg = msghdr()
+                msg.msg_name = UnsafeMutableRawPointer(mutating: sa)
+                msg.msg_namelen = length
+                msg.msg_iov = p
+                msg.msg_iovlen = 1
+                if let control, controlLength > 0 {
+                    precondition(controlLength <= control.capacity)
+                    msg.msg_control = control.pointer
+                    msg.msg_controllen = controlLength
+                }
+                switch try SystemCall.run("sendmsg(\(address))", { sendmsg(fd, &msg, sendFlags) }) {
+                case .done(let n): return .sent(n)
+                case .wouldBlock: return .wouldBlock
+                }
+            }
+        }
+    }
+
     /// Sends `bytes` as one record. See `send(_:iovecs:control:controlLength:)`.
     package static func send(
         _ fd: borrowing OwnedDescriptor, _ bytes: UnsafeRawBufferPointer, control: ControlMessage.Buffer? = nil,

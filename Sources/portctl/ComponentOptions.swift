@@ -21,7 +21,8 @@ struct ComponentOptions: ParsableArguments {
 
     @Option(
         name: .customLong("file"), parsing: .unconditionalSingleValue,
-        help: ArgumentHelp("A component: the contents of the file at PATH (large files go as sealed memory).", valueName: "path"))
+        help: ArgumentHelp("A component: the contents of the file at PATH (large files go as sealed memory).", valueName: "path"),
+        completion: .file())
     var file: [String] = []
 
     @Option(

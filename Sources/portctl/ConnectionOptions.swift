@@ -12,10 +12,11 @@
 // The group is declared twice: on the root command (PortctlCommand), so
 // the options may come before the verb as with busctl, and on each verb,
 // so its --help lists them. swift-argument-parser parses a root option
-// wherever it appears and hands the verb's group the root's value; an
-// option given both before and after the verb takes its last value, the
-// one after the verb. --user and --system together are a usage error, as
-// they are for portd (one rule for both programs). The checks of
+// wherever it appears and hands the verb's group the root's value. One
+// rule for repeated options (PortctlCommand's help, README, portctl(1)):
+// the last one on the command line counts; --user and --system are one
+// setting, the instance, so the later of them counts too (`.chooseLast`,
+// as busctl and systemctl do), and so it is for portd. The checks of
 // the values are therefore the verbs' (`check()` from their validate()),
 // so a bad value is reported with the verb's usage line.
 //
@@ -38,10 +39,12 @@ extension DaemonInstance: EnumerableFlag {
 }
 
 struct ConnectionOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("The control socket of portd (overrides PORTD_SOCKET and the instance).", valueName: "path"))
+    @Option(
+        help: ArgumentHelp("The control socket of portd (overrides PORTD_SOCKET and the instance).", valueName: "path"),
+        completion: .file())
     var socket: String?
 
-    @Flag(exclusivity: .exclusive)
+    @Flag(exclusivity: .chooseLast)
     var instance: DaemonInstance?
 
     // Any text is the option's value, judged by check(): a bad one is then
@@ -50,7 +53,7 @@ struct ConnectionOptions: ParsableArguments {
     // too and gets check()'s message, not "Missing value".
     @Option(
         name: .customLong("timeout"), parsing: .unconditional,
-        help: ArgumentHelp("Seconds to wait before giving up; the default depends on the verb (5 s, or no bound for listen, watch, monitor, wait and register: see its help).", valueName: "seconds"))
+        help: ArgumentHelp("Seconds to wait before giving up; the default depends on the verb (5 s, or no bound for listen, checkin, watch, monitor, wait and register: see its help).", valueName: "seconds"))
     var timeoutArgument: Seconds?
 
     /// --timeout, when given as a number.

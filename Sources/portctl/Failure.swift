@@ -40,7 +40,7 @@ struct Failure: Error {
         let status: ExitStatus =
             switch error {
             case .notRunning, .notPortd: .notRunning
-            // An untrusted /tmp/portd-$UID is refused as a directory closed
+            // An untrusted /run/user/$UID is refused as a directory closed
             // to us is (portctl(1), EXIT STATUS 77).
             case .permissionDenied, .denied, .untrustedDirectory: .permissionDenied
             case .invalidName: .usage

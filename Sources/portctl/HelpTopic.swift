@@ -7,6 +7,10 @@
 // option must name a verb, one at most (verbs have no subcommands); `help
 // help` is swift-argument-parser's own. Anything else stays
 // swift-argument-parser's.
+//
+// Bare `portctl` (no argument at all) prints `shortUsage`, the verbs with
+// their one-line abstracts and where to read more, on standard error, and
+// exits 64 (a command is missing), instead of the whole --help.
 
 import ArgumentParser
 
@@ -31,5 +35,19 @@ enum HelpTopic {
         let verbs = PortctlCommand.configuration.subcommands.map { $0._commandName }
         if words.count == 1, verbs.contains(words[0]) || words[0] == "help" { return nil }
         return "unknown command '\(words.joined(separator: " "))'; the commands are \(verbs.joined(separator: ", "))"
+    }
+}
+
+extension HelpTopic {
+    /// What bare `portctl` prints: the verbs and where to read more.
+    static var shortUsage: String {
+        let verbs = PortctlCommand.configuration.subcommands.map { ($0._commandName, $0.configuration.abstract) }
+        let width = verbs.map(\.0.count).max() ?? 0
+        let list = verbs.map { "  \($0)\(String(repeating: " ", count: width - $0.count + 2))\($1)" }
+        return (["usage: portctl [OPTIONS] COMMAND [ARGUMENTS]", "", "commands:"] + list + [
+            "",
+            "Every command takes --socket PATH, --user or --system, --timeout S, --json and --quiet.",
+            "More: portctl help COMMAND (one command), portctl --help (all, with the exit statuses), man portctl.",
+        ]).joined(separator: "\n") + "\n"
     }
 }

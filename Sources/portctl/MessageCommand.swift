@@ -41,6 +41,7 @@ struct MessageCommand {
             "PORTCTL_SENDER_PID=\(message.sender.map { String($0.pid) } ?? "")",
             "PORTCTL_SENDER_UID=\(message.sender.map { String($0.uid) } ?? "")",
             "PORTCTL_SENDER_GID=\(message.sender.map { String($0.gid) } ?? "")",
+            "PORTCTL_ORIGIN=\(message.origin?.text ?? "")",
             "PORTCTL_REPLY=\(message.replyPort != nil ? 1 : 0)",
             "PORTCTL_COMPONENTS=\(message.components.count)",
             "PORTCTL_LENGTHS=\(lengths.joined(separator: " "))",

@@ -112,9 +112,7 @@ enum MessageLine {
                 case "--json": output.json = true
                 case "--quiet": output.quiet = true
                 case "--user", "--system":
-                    let instance: DaemonInstance = option == "--user" ? .user : .system
-                    guard connection.instance == nil || connection.instance == instance else { return nil }
-                    connection.instance = instance
+                    connection.instance = option == "--user" ? .user : .system
                 case "--wait":
                     guard isVerbOption else { return nil }
                     wait = true

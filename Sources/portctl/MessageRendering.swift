@@ -50,6 +50,7 @@ enum MessageRendering {
     static func heading(_ message: PCPortMessage) -> String {
         var line = "msgid=\(message.msgid)"
         if let s = message.sender { line += " from pid=\(s.pid) uid=\(s.uid) gid=\(s.gid)" }
+        if let o = message.origin { line += " origin " + Array(o.text.utf8).withUnsafeBytes { TextEscape.quoted($0) } }
         if message.replyPort != nil { line += " (reply port)" }
         return line
     }
@@ -90,6 +91,7 @@ enum MessageRendering {
                 ("uid", sender.map { .unsigned(UInt64($0.uid)) } ?? .null),
                 ("gid", sender.map { .unsigned(UInt64($0.gid)) } ?? .null),
                 ("reply_port", .bool(message.replyPort != nil)),
+                ("origin", message.origin.map { .string($0.text) } ?? .null),
                 ("components", .array(message.components.map { .object(json(of: $0, limit: limit)) })),
             ])
     }

@@ -5,8 +5,11 @@
 //
 // Each message is either printed (MessageRendering) or handed to --exec's
 // command (MessageCommand), whose output becomes the reply when the message
-// has a reply port. A message printed without --exec that expects a reply
-// gets an empty one (PCPort's rule for requests nobody answers).
+// has a reply port. A request's reply is the handler's return value, which
+// the port sends (so a monitorable port's monitors see it too); a message
+// with a reply port of its own is answered through that port. A message
+// printed without --exec that expects a reply gets an empty one (PCPort's
+// rule for requests nobody answers).
 
 import PortCore
 
@@ -49,10 +52,7 @@ final class MessageServer {
 
     /// Serves until done; throws how it ended unless it ended well.
     func run() throws(Failure) {
-        port.setHandler { [unowned self] message in
-            self.handle(message)
-            return nil
-        }
+        port.setHandler { [unowned self] message in self.handle(message) }
         do {
             try port.schedule(in: loop, forMode: .default)
         } catch {
@@ -85,11 +85,13 @@ final class MessageServer {
         if let failure { throw failure }
     }
 
-    private func handle(_ message: PCPortMessage) {
-        guard !finished && failure == nil else { return }
+    /// Prints or runs --exec for `message`; returns a request's reply.
+    private func handle(_ message: PCPortMessage) -> PCPortMessage? {
+        guard !finished && failure == nil else { return nil }
+        var reply: PCPortMessage?
         do {
             if let exec = serve.exec {
-                try execute(exec, for: message)
+                reply = try execute(exec, for: message)
             } else if output.json {
                 let limit = MessageRendering.limit(serve.maxBytes, json: true)
                 try output.emit(MessageRendering.json(message, leading: [("name", .string(name))], limit: limit).text)
@@ -102,7 +104,7 @@ final class MessageServer {
             }
         } catch {
             fail(error)
-            return
+            return nil
         }
         handled += 1
         if let idleTimeout { idleDeadline = .now() + idleTimeout }
@@ -110,16 +112,20 @@ final class MessageServer {
             finished = true
             loop.stop()
         }
+        return reply
     }
 
-    private func execute(_ command: String, for message: PCPortMessage) throws(Failure) {
+    /// Runs `command` for `message`: returns a request's reply; answers a
+    /// message with a reply port through it.
+    private func execute(_ command: String, for message: PCPortMessage) throws(Failure) -> PCPortMessage? {
         let reply = message.replyPort
         let (bytes, termination) = try MessageCommand(command: command, name: name).run(
             for: message, captureOutput: reply != nil)
         if termination != .exited(0) {
             output.notice("command for msgid \(message.msgid) \(termination)")
         }
-        guard let reply else { return }
+        guard let reply else { return nil }
+        if message.expectsReply { return PCPortMessage(msgid: message.msgid, components: [.data(bytes)]) }
         do {
             switch try reply.send(PCPortMessage(msgid: message.msgid, components: [.data(bytes)])) {
             case .sent: break
@@ -129,5 +135,6 @@ final class MessageServer {
         } catch {
             output.notice("cannot reply to msgid \(message.msgid): \(error)")
         }
+        return nil
     }
 }

@@ -18,13 +18,15 @@ struct PortctlCommand: ParsableCommand {
         abstract: "Talk to portd, the name server for PortCore message ports.",
         discussion: """
             --socket, --user, --system, --timeout, --json and --quiet go before the verb or after it \
-            (portctl --user list); an option given both before and after the verb takes the value \
-            given after it.
+            (portctl --user list). An option given more than once counts as the last one given; \
+            --user and --system are one setting, so the last of them counts \
+            (portctl --user status --system asks the system instance).
 
             The socket is, first match wins: --socket PATH; $PORTD_SOCKET; \
             \(DaemonPaths.systemSocket) with --system; $XDG_RUNTIME_DIR/portd/portd.sock; \
-            /tmp/portd-$UID/portd.sock, used only when /tmp/portd-$UID is a directory of yours \
-            closed to others (mode 700; otherwise status 77).
+            /run/user/$UID/portd/portd.sock, in the runtime directory pam_systemd makes at login, \
+            used only when /run/user/$UID is a directory of yours closed to others (mode 700; \
+            otherwise status 77). No other user can create or redirect that path.
 
             \(ExitStatus.helpText)
             """,

@@ -14,6 +14,10 @@ import ArgumentParser
 import PortCore
 
 try? CurrentProcess.ignore(signal: Signal.brokenPipe)
+if CommandLine.arguments.count == 1 {
+    CurrentProcess.writeStandardError(HelpTopic.shortUsage)
+    CurrentProcess.exit(ExitStatus.usage.rawValue)
+}
 if let call = MessageLine.parse(CommandLine.arguments.dropFirst()) {
     CurrentProcess.exit(call.runReporting())
 }
@@ -22,7 +26,13 @@ do {
     if let problem = HelpTopic.problem(CommandLine.arguments.dropFirst()) { throw ValidationError(problem) }
     var command = try PortctlCommand.parseAsRoot()
     try command.run()
-} catch {
+} catch var error {
+    // An unknown option is named as such, even where a bad NAME came first.
+    if PortctlCommand.exitCode(for: error) == .validationFailure,
+        let unknown = UnknownOption.hiddenBehindAName(Array(CommandLine.arguments.dropFirst()))
+    {
+        error = unknown
+    }
     // A usage error on a command line that asked for --json is JSON too;
     // everything else (help, version, a verb's own exit code) as usual.
     let options = CommandLine.arguments.dropFirst().prefix { $0 != "--" }

@@ -143,7 +143,133 @@ private final class PerformSelectorDemo: @unchecked Sendable {
     func dealSelector1() { log.withLock { $0.append("not delayed") } }
 }
 
+/// The idiom `-[NSRunLoop run]`'s documentation gives for a loop that can be
+/// ended: a thread keeps its loop alive with a port and runs
+/// `while (shouldKeepRunning && [theRL runMode:NSDefaultRunLoopMode
+/// beforeDate:[NSDate distantFuture]]);`, and another thread ends it with
+/// `performSelector:onThread:withObject:waitUntilDone:modes:`, which
+/// Foundation delivers as a source of that thread's loop.
+private final class StoppableThread: @unchecked Sendable {
+    // Safe to share: `shouldKeepRunning` is written only by the perform,
+    // on the worker's thread, and read there; `log` is a Mutex.
+    var shouldKeepRunning = true
+    let log = Mutex<[String]>([])
+    let running = Completion()
+    let finished = Completion()
+
+    func threadMain() {
+        let theRL = PCRunLoop.current
+        let port = PCPort()  // [NSMachPort port]
+        try? theRL.add(port, forMode: .default)
+        running.signal()
+        while shouldKeepRunning && theRL.run(mode: .default, before: .distantFuture) {}
+        log.withLock { $0.append("loop ended") }
+        port.invalidate()
+        finished.signal()
+    }
+
+    func stopRunning() {
+        shouldKeepRunning = false
+        log.withLock { $0.append("stopRunning") }
+    }
+}
+
 @Suite(.serialized) struct AppleListingsTests {
+    /// swift-corelibs-foundation's TestRunLoop.test_addingRemovingPorts:
+    /// a port sees the loop schedule it in a mode once however often it is
+    /// added, and remove it; it is freed once invalidated. Its TestPort
+    /// subclasses Port to override schedule(in:forMode:) and
+    /// remove(from:forMode:); PCPort is final, so the same two methods are
+    /// its onSchedule and onRemove observers.
+    @Test func addingRemovingPorts() {
+        let seen = Recorder()
+        let didDeallocate = Mutex(false)
+        LoopThread.run { _ in
+            let runLoop = PCRunLoop.current
+            weak var deallocated: PCPort?
+            do {
+                let port = PCPort()
+                deallocated = port
+                var scheduledModes: [PCRunLoop.Mode] = []
+                port.onSchedule { _, mode in scheduledModes.append(mode) }
+                port.onRemove { _, mode in scheduledModes = scheduledModes.filter { $0 != mode } }
+                func check() { seen.add("\(scheduledModes.map(\.name)) \(port.scheduledModes(in: runLoop).map(\.name))") }
+                let customMode = PCRunLoop.Mode("Custom")
+
+                check()  // []
+
+                try? runLoop.add(port, forMode: .default)
+                check()  // [.default]
+
+                try? runLoop.add(port, forMode: .default)
+                check()  // [.default]
+
+                try? runLoop.add(port, forMode: customMode)
+                check()  // [.default, customMode]
+
+                runLoop.remove(port, forMode: customMode)
+                check()  // [.default]
+
+                try? runLoop.add(port, forMode: customMode)
+                check()  // [.default, customMode]
+
+                port.invalidate()
+            }
+            didDeallocate.withLock { $0 = deallocated == nil }
+        }
+        let d = PCRunLoop.Mode.default.name
+        #expect(
+            seen.all == [
+                "[] []", "[\"\(d)\"] [\"\(d)\"]", "[\"\(d)\"] [\"\(d)\"]",
+                "[\"\(d)\", \"Custom\"] [\"\(d)\", \"Custom\"]", "[\"\(d)\"] [\"\(d)\"]",
+                "[\"\(d)\", \"Custom\"] [\"\(d)\", \"Custom\"]",
+            ])
+        #expect(didDeallocate.withLock { $0 })
+    }
+
+    /// The port freed after its removal (not invalidated): once it left
+    /// every mode, the loop holds nothing of it; its last observer call
+    /// says which mode it left.
+    @Test func aPortRemovedFromEveryModeIsFreed() {
+        let removed = Recorder()
+        let freed = Mutex(false)
+        LoopThread.run { runLoop in
+            weak var gone: PCPort?
+            do {
+                let port = PCPort()
+                gone = port
+                port.onRemove { loop, mode in removed.add("\(loop === runLoop) \(mode.name)") }
+                try? runLoop.add(port, forMode: .default)
+                try? runLoop.add(port, forMode: "Custom")
+                runLoop.remove(port, forMode: "Custom")
+                runLoop.remove(port, forMode: "Custom")  // not in it: no call
+                runLoop.remove(port, forMode: .default)
+            }
+            freed.withLock { $0 = gone == nil }
+        }
+        #expect(removed.all == ["true Custom", "true \(PCRunLoop.Mode.default.name)"])
+        #expect(freed.withLock { $0 })
+    }
+
+    /// A perform on the thread ends its runMode:beforeDate:, so the loop
+    /// sees the flag the perform cleared and ends.
+    @Test func aPerformOnAThreadEndsItsRunModeBeforeDateLoop() {
+        let worker = StoppableThread()
+        let thread = PCThread.detachNewThread { worker.threadMain() }
+        #expect(worker.running.wait(timeout: .seconds(20)))
+        // [worker performSelector:@selector(stopRunning) onThread:thread withObject:nil
+        //                waitUntilDone:NO modes:@[NSDefaultRunLoopMode]]
+        thread.perform(inModes: [.default], waitUntilDone: false) { worker.stopRunning() }
+        let ended = worker.finished.wait(timeout: .seconds(10))
+        #expect(ended, "runMode:beforeDate: went back to sleep after the perform")
+        if !ended {
+            // Ends the run that slept on: the loop then sees the flag.
+            thread.runLoop.stop()
+            #expect(worker.finished.wait(timeout: .seconds(10)))
+        }
+        #expect(worker.log.withLock { $0 } == ["stopRunning", "loop ended"])
+    }
+
     /// The kept-alive thread: the delayed perform runs, the loop keeps
     /// running after it (the port is still there), and returns once the
     /// port is gone.

@@ -234,6 +234,14 @@ import PortTestSupport
         try expectRefusedAndServingOn(peer: ["sparse-memfd", "\(64 << 20)"], error: "holes are refused")
     }
 
+    /// A sealed memfd twice as long as announced, the announced half a
+    /// hole and the other half written, has as many bytes allocated as
+    /// announced; its announced range is still a hole, and it is refused.
+    /// It was delivered.
+    @Test func aSharedMemoryComponentWithAHoleInItsAnnouncedRangeIsRefused() throws {
+        try expectRefusedAndServingOn(peer: ["long-memfd", "\(16 << 20)"], error: "has a hole at byte 0")
+    }
+
     /// An O_PATH descriptor opens nothing: as a large-data component or as
     /// a check-in's reply port, every use of it (F_GET_SEALS, sendmsg)
     /// would fail with EBADF, which PortSystem traps on as its own bug. It

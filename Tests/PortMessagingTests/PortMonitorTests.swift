@@ -3,7 +3,9 @@
 // loop. A copy counts the message's descriptors (a right, shared memory,
 // a reply port) and carries none; a port that is not monitorable answers
 // SUBSCRIBE itself and its handler never sees it; turning monitoring off
-// ends the subscription.
+// ends the subscription; the reply a port sends when its handler returns
+// (closure or view handler) is copied after its request, naming it, and
+// no reply is made up for a request answered through its right or later.
 
 import Synchronization
 import Testing
@@ -71,6 +73,55 @@ import PortTestSupport
         }
         #expect(events.withLock { $0.count } == 2)
         #expect(!subscription.isActive)
+    }
+
+    @Test(arguments: [false, true])
+    func aRequestsReplyFollowsItsCopy(viewHandler: Bool) throws {
+        // msgid 1: the handler's reply; 2: answered through the reply right
+        // inside the handler; 3: the right kept and answered in a later pass.
+        let backgroundLoop = BackgroundLoop.shared.loop
+        func answer(_ msgid: UInt32, _ right: SendRight?) -> PCPortMessage? {
+            switch msgid {
+            case 1: return PCPortMessage(msgid: 1, strings: ["pong"])
+            case 2: _ = try? right?.send(PCPortMessage(msgid: 2, strings: ["through the right"]))
+            case 3: backgroundLoop.perform { _ = try? right?.send(PCPortMessage(msgid: 3, strings: ["later"])) }
+            default: break
+            }
+            return nil
+        }
+        let owner =
+            viewHandler
+            ? PCPort(viewHandler: { v in answer(v.msgid, v.replyPort) })
+            : PCPort { m in answer(m.msgid, m.replyPort) }
+        defer { owner.invalidate() }
+        owner.allowsMonitoring = true
+        try owner.schedule(in: backgroundLoop, forMode: .default)
+        let right = try owner.makeSendRight()
+        let events = Mutex<[MonitoredMessage]>([])
+        let outcome = try PortMonitorSubscription.subscribe(to: right, loop: .current) { e in
+            if case .message(let m) = e { events.withLock { $0.append(m) } }
+        }
+        guard case .monitoring = outcome else {
+            Issue.record("not subscribed: \(outcome)")
+            return
+        }
+        var replies: [String] = []
+        for msgid: UInt32 in 1...3 {
+            guard case .reply(let r)? = try? right.request(PCPortMessage(msgid: msgid), receiveTimeout: .seconds(20)) else {
+                Issue.record("no reply to \(msgid)")
+                return
+            }
+            replies.append(r.components.first?.string ?? "")
+        }
+        #expect(replies == ["pong", "through the right", "later"])
+        #expect(try right.send(PCPortMessage(msgid: 4)) == .sent)
+        run { events.withLock { $0.last?.msgid == 4 } }
+        let copies = events.withLock { $0 }
+        #expect(copies.map(\.msgid) == [1, 1, 2, 3, 4])
+        #expect(copies.map(\.isReply) == [false, true, false, false, false])
+        #expect(copies.map(\.sequence) == [1, 1, 2, 3, 4])
+        #expect(copies[1].components.map(\.bytes) == [Array("pong".utf8)])
+        #expect(copies[1].sender == nil && copies[0].isRequest && !copies[1].isRequest)
     }
 
     @Test func aPortThatIsNotMonitorableAnswersSubscribeItself() throws {

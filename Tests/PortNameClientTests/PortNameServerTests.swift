@@ -278,7 +278,7 @@ import PortCore
     @Test func anUntrustedFallbackDirectoryIsRefused() throws {
         try withDirectory { dir in
             chmod(dir, 0o777)
-            let location = DaemonSocketLocation(path: "\(dir)/portd.sock", origin: .userFallback)
+            let location = DaemonSocketLocation(path: "\(dir)/portd/portd.sock", origin: .userFallback)
             #expect {
                 _ = try PortNameServer(location: location)
             } throws: { error in

@@ -120,8 +120,8 @@ private final class ReconnectRecorder: PortNameServerDelegate {
     }
 
     /// A reconnection checks the socket's directory as the first connection
-    /// did: while the per-user fallback directory is not private (someone
-    /// else could have made it while portd was away), the client does not
+    /// did: while the runtime directory of the per-user fallback is not
+    /// private (someone else could have changed it while portd was away), the client does not
     /// connect, however often its retry timer fires; once it is private
     /// again, it does.
     @Test func aReconnectionChecksTheDirectoryAgain() throws {
@@ -129,7 +129,8 @@ private final class ReconnectRecorder: PortNameServerDelegate {
         let privateDirectory = dir.appending("portd-private")
         #expect(try FileSystem.makeDirectory(privateDirectory, permissions: 0o700))
         try FileSystem.setPermissions(privateDirectory, 0o700)
-        let socket = privateDirectory + "/portd.sock"
+        #expect(try FileSystem.makeDirectory(privateDirectory + "/portd", permissions: 0o700))
+        let socket = privateDirectory + "/portd/portd.sock"
         let first = try DaemonProcess.started(socket: socket)
         let client = try PortNameServer(
             location: DaemonSocketLocation(path: socket, origin: .userFallback), timeout: .seconds(10))

@@ -1,5 +1,6 @@
 // DaemonPathsTests: the socket-path order (option, PORTD_SOCKET, --system,
-// XDG_RUNTIME_DIR, /tmp fallback) and the checks of the private directory.
+// XDG_RUNTIME_DIR, /run/user/$UID fallback) and the checks of the private
+// runtime directory.
 
 import Glibc
 import Testing
@@ -22,7 +23,7 @@ import PortSystem
         #expect(resolve(nil, .system, ["XDG_RUNTIME_DIR": "/run/user/1000"]).path == "/run/portd/portd.sock")
         #expect(resolve(nil, .user, ["XDG_RUNTIME_DIR": "/run/user/1000"]).path == "/run/user/1000/portd/portd.sock")
         #expect(resolve(nil, nil, ["XDG_RUNTIME_DIR": "/run/user/1000/"]).path == "/run/user/1000/portd/portd.sock")
-        #expect(resolve() == DaemonSocketLocation(path: "/tmp/portd-1000/portd.sock", origin: .userFallback))
+        #expect(resolve() == DaemonSocketLocation(path: "/run/user/1000/portd/portd.sock", origin: .userFallback))
     }
 
     @Test func emptyOrRelativeValuesAreIgnored() {
@@ -39,9 +40,12 @@ import PortSystem
         #expect(system.directoryPermissions == 0o755)
         #expect(!system.directoryMustBePrivate)
         let fallback = resolve()
-        #expect(fallback.directory == "/tmp/portd-1000")
+        #expect(fallback.directory == "/run/user/1000/portd")
+        #expect(fallback.runtimeDirectory == "/run/user/1000")
         #expect(fallback.directoryPermissions == 0o700)
         #expect(fallback.directoryMustBePrivate)
+        #expect(resolve(nil, nil, ["XDG_RUNTIME_DIR": "/run/user/1000"]).runtimeDirectory == nil)
+        #expect(system.runtimeDirectory == nil)
         #expect(DaemonPaths.parent(of: "portd.sock") == ".")
         #expect(DaemonPaths.parent(of: "/portd.sock") == "/")
     }

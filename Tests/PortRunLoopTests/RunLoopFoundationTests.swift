@@ -306,6 +306,65 @@ import PortTestSupport
         }
     }
 
+    /// GNUstep base's Tests/base/NSRunLoop/performers.m,
+    /// "-cancelPerformSelector:target:argument: works": three ordered
+    /// performs of one target, the middle one cancelled by itself (a
+    /// closure has no selector or argument to match: its token is the key).
+    @Test func cancelPerformSelectorTargetArgumentCancelsOneRequest() {
+        final class MutableString: Sendable {
+            private let value = Mutex("")
+            func appendString(_ s: String) { value.withLock { $0 += s } }
+            var string: String { value.withLock { $0 } }
+        }
+        // Seen on the loop's thread, checked here (where a failure is this test's).
+        let pending = Recorder()
+        let str = MutableString()
+        LoopThread.run { _ in
+            let run = PCRunLoop.current
+            let foo = run.perform(inModes: [.default], order: 10, target: str) { str.appendString("foo") }
+            let bar = run.perform(inModes: [.default], order: 11, target: str) { str.appendString("bar") }
+            run.perform(inModes: [.default], order: 11, target: str) { str.appendString("zot") }
+            // [run cancelPerformSelector:@selector(appendString:) target:str argument:@"bar"]
+            bar.cancel()
+            pending.add("bar \(bar.isPending), foo \(foo.isPending)")
+            let date = MonotonicInstant.now() + .milliseconds(100)
+            run.run(until: date)
+            pending.add("foo \(foo.isPending)")
+            foo.cancel()  // after it ran: nothing to cancel
+        }
+        #expect(str.string == "foozot", "-cancelPerformSelector:target:argument: works")
+        #expect(pending.all == ["bar false, foo true", "foo false"])
+    }
+
+    /// A perform on a thread (performSelector:onThread:..., performSelectorOnMainThread:)
+    /// is delivered as a source of the target loop, so a run that returns
+    /// after a source returns after it; a block (performBlock:,
+    /// CFRunLoopPerformBlock, performSelector:target:argument:order:modes:)
+    /// and a delayed perform (a timer) end no run. Zero timeouts on a manual
+    /// clock: CF checks "source handled" before the timeout.
+    @Test func aPerformOnAThreadIsASourceABlockOrADelayedPerformIsNot() {
+        let r = Recorder()
+        LoopThread.run { _ in
+            let clock = ManualClock()
+            let loop = try! PCRunLoop.detached(clock: clock)
+            loop.add(PCTimer(fireAt: .distantFuture) { _ in }, forMode: .default)
+            loop.perform(inModes: [.default]) { r.add("block") }
+            r.add("\(loop.runInMode(.default, timeout: .zero, returnAfterSourceHandled: true))")
+            loop.perform(inModes: [.default], waitUntilDone: false) { r.add("on thread") }
+            r.add("\(loop.runInMode(.default, timeout: .zero, returnAfterSourceHandled: true))")
+            loop.perform(after: .seconds(1), inModes: [.default]) { r.add("delayed") }
+            clock.advance(by: .seconds(1))
+            r.add("\(loop.runInMode(.default, timeout: .zero, returnAfterSourceHandled: true))")
+            // Without returnAfterSourceHandled (CFRunLoopRun's runs) it ends nothing.
+            loop.perform(inModes: [.default], waitUntilDone: false) { r.add("on thread, run on") }
+            r.add("\(loop.runInMode(.default, timeout: .zero))")
+        }
+        #expect(
+            r.all == [
+                "block", "timedOut", "on thread", "handledSource", "delayed", "timedOut", "on thread, run on", "timedOut",
+            ])
+    }
+
     /// performSelector:withObject:afterDelay: "invokes a method of the
     /// receiver on the current thread using the default mode": a delayed
     /// request given no modes waits while the loop runs in another mode,
@@ -348,6 +407,19 @@ private final class Slot<T>: @unchecked Sendable {
         let status = try child.waitForExit()
         #expect(status == 0, "\(child.standardOutput)")
         #expect(Set(child.standardOutput.split(separator: "\n")) == ["main queue", "main actor"])
+    }
+
+    /// performSelectorOnMainThread:withObject:waitUntilDone: from another
+    /// thread, as `PCRunLoop.main.perform(waitUntilDone:)`, ends the main
+    /// thread's runMode:beforeDate: (`while (shouldKeepRunning && [theRL
+    /// runMode:... beforeDate:[NSDate distantFuture]]);`).
+    @Test func performSelectorOnMainThreadEndsTheMainThreadsRunModeBeforeDate() throws {
+        let child = try ChildProcess(
+            executable: try Binaries.path("runloop-main-probe"), arguments: ["perform-selector-on-main-thread"],
+            environment: ChildProcess.cleanEnvironment([:]), input: nil)
+        let status = try child.waitForExit()
+        #expect(status == 0, "\(child.standardOutput)")
+        #expect(child.standardOutput.split(separator: "\n") == ["stopRunning", "main loop ended"])
     }
 
     /// The main loop's first run in a process out of descriptors: it used

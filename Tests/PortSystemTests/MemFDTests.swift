@@ -120,6 +120,36 @@ import PortWire
         try MemFD.checkSealed(written, length: length)
     }
 
+    /// A memfd twice as long as announced, its announced half a hole and
+    /// the rest written, has `length` bytes allocated: the allocated total
+    /// passes, the announced range does not (SEEK_HOLE finds offset 0). A
+    /// hole beyond the announced range is not the receiver's business.
+    @Test func aHoleInsideTheAnnouncedRangeIsRefusedOneBeyondItIsNot() throws {
+        let length = 1 << 20
+        let bytes = [UInt8](repeating: 0x78, count: length)
+        let holeFirst = try MemFD.create()
+        #expect(ftruncate(holeFirst.rawValue, off_t(2 * length)) == 0)
+        #expect(bytes.withUnsafeBytes { pwrite(holeFirst.rawValue, $0.baseAddress, length, off_t(length)) } == length)
+        try MemFD.addSeals(holeFirst, .all)
+        #expect(throws: MemFD.ValidationError.hole(offset: 0, announced: length)) {
+            try MemFD.checkSealed(holeFirst, length: length)
+        }
+        // A hole in the middle of the range, the file's allocation still covering it.
+        let holeInside = try MemFD.create()
+        #expect(ftruncate(holeInside.rawValue, off_t(2 * length)) == 0)
+        #expect(bytes.withUnsafeBytes { pwrite(holeInside.rawValue, $0.baseAddress, length / 2, 0) } == length / 2)
+        #expect(bytes.withUnsafeBytes { pwrite(holeInside.rawValue, $0.baseAddress, length, off_t(length)) } == length)
+        try MemFD.addSeals(holeInside, .all)
+        #expect(throws: MemFD.ValidationError.hole(offset: length / 2, announced: length)) {
+            try MemFD.checkSealed(holeInside, length: length)
+        }
+        let holeAfter = try MemFD.create()
+        try bytes.withUnsafeBytes { try MemFD.write(holeAfter, $0) }
+        #expect(ftruncate(holeAfter.rawValue, off_t(2 * length)) == 0)
+        try MemFD.addSeals(holeAfter, .all)
+        try MemFD.checkSealed(holeAfter, length: length)
+    }
+
     @Test func otherDescriptorsAreNotSealable() throws {
         let pair = try UnixSocket.makePair()
         #expect(throws: MemFD.ValidationError.notSealable) { try MemFD.checkSealed(pair.first, length: 1) }

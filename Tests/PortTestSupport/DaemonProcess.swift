@@ -66,6 +66,7 @@ package enum Binaries {
 
     package static var portd: String { get throws { try path("portd") } }
     package static var portctl: String { get throws { try path("portctl") } }
+    package static var portdBridge: String { get throws { try path("portd-bridge") } }
 }
 
 /// A fresh directory under /tmp, removed when the value goes away.

@@ -6,6 +6,11 @@
 // while the process has no descriptor left (libdispatch traps when it
 // cannot make the main queue's eventfd): it must run, and a later run,
 // with descriptors free again, must drain the main queue.
+// With the argument `perform-selector-on-main-thread`, the main thread runs
+// `while shouldKeepRunning && run(mode: .default, before: .distantFuture)`
+// and another thread clears the flag with `PCRunLoop.main.perform(waitUntilDone:
+// false)` (performSelectorOnMainThread:): the loop must end (exit 0), not
+// sleep on until the probe's own bound (exit 1).
 // RunLoopFoundationTests starts it.
 
 import Dispatch
@@ -28,6 +33,25 @@ if CommandLine.arguments.dropFirst().first == "out-of-descriptors" {
     _ = loop.runInMode(.default, timeout: .zero, returnAfterSourceHandled: true)
     for fd in hoard { close(fd) }
     print("first run out of descriptors")
+}
+
+if CommandLine.arguments.dropFirst().first == "perform-selector-on-main-thread" {
+    nonisolated(unsafe) var shouldKeepRunning = true  // written by the perform, on this thread
+    let theRL = PCRunLoop.main
+    theRL.add(PCTimer(fireAt: .distantFuture) { _ in }, forMode: .default)  // a source to keep it running
+    DispatchQueue.global().async {
+        PCRunLoop.main.perform(waitUntilDone: false) {
+            shouldKeepRunning = false
+            print("stopRunning")
+        }
+    }
+    DispatchQueue.global().asyncAfter(deadline: .now() + 10) {
+        print("timed out")
+        exit(1)
+    }
+    while shouldKeepRunning && theRL.run(mode: .default, before: .distantFuture) {}
+    print("main loop ended")
+    exit(0)
 }
 
 @MainActor func finish(_ what: String) {

@@ -42,9 +42,13 @@ import PortCore
         #expect(timeout.connection.timeout == 1)
         let instance = try #require(try PortctlCommand.parseAsRoot(["--system", "lookup", "svc"]) as? Lookup)
         #expect(instance.connection.instance == .system)
-        // --user and --system together: refused wherever they are, as portd refuses them.
-        #expect(throws: (any Error).self) { try PortctlCommand.parseAsRoot(["--system", "lookup", "svc", "--user"]) }
-        #expect(throws: (any Error).self) { try PortctlCommand.parseAsRoot(["status", "--user", "--system"]) }
+        // --user and --system are one setting: the last one given counts, wherever they are.
+        let userLast = try #require(try PortctlCommand.parseAsRoot(["--system", "lookup", "svc", "--user"]) as? Lookup)
+        #expect(userLast.connection.instance == .user)
+        let systemLast = try #require(try PortctlCommand.parseAsRoot(["status", "--user", "--system"]) as? Status)
+        #expect(systemLast.connection.instance == .system)
+        let root = try #require(try PortctlCommand.parseAsRoot(["--user", "--system", "list"]) as? List)
+        #expect(root.connection.instance == .system)
 
         // The verb's own options and components are untouched by the root's.
         let request = try #require(

@@ -27,7 +27,8 @@ import PortActivation
         #expect(
             MessageCommand.variables(for: m, name: "svc") == [
                 "PORTCTL_NAME=svc", "PORTCTL_MSGID=9", "PORTCTL_SENDER_PID=", "PORTCTL_SENDER_UID=",
-                "PORTCTL_SENDER_GID=", "PORTCTL_REPLY=1", "PORTCTL_COMPONENTS=3", "PORTCTL_LENGTHS=3 port 0",
+                "PORTCTL_SENDER_GID=", "PORTCTL_ORIGIN=", "PORTCTL_REPLY=1", "PORTCTL_COMPONENTS=3",
+                "PORTCTL_LENGTHS=3 port 0",
             ])
         #expect(
             MessageCommand.environment(base: ["A=1", "PORTCTL_MSGID=1", "LISTEN_FDS=2"], adding: ["B=2"]) == ["A=1", "B=2"])

@@ -52,13 +52,64 @@ import PortTestSupport
         let user = try runPortctl(["--user", "status"], environment: environment)
         #expect(user.status == 69)
         #expect(user.standardError == "portctl: portd is not running at \(userSocket)\n")
-        // --system before the verb and --user after it: both, a usage error, as for portd.
-        let both = try runPortctl(["--system", "list", "--user"], environment: environment)
-        #expect(both.status == 64)
-        #expect(both.standardError.contains("had already been set"), "\(both.standardError)")
-        let portd = try runPortd(["--user", "--system"])
-        #expect(portd.status == 64)
-        #expect(portd.standardError.contains("had already been set"), "\(portd.standardError)")
+        // --user and --system are one setting: the last one given counts,
+        // before or after the verb, on either parser (send's fast path too),
+        // and for portd.
+        let systemSocket = DaemonPaths.systemSocket
+        for (arguments, socket) in [
+            (["--system", "list", "--user"], userSocket), (["--user", "status", "--system"], systemSocket),
+            (["--user", "--system", "lookup", "x", "--user"], userSocket),
+            (["--system", "send", "x", "--msgid", "1", "--user"], userSocket),
+            (["--user", "send", "x", "--msgid", "1", "--system", "--timeout", "1"], systemSocket),
+        ] {
+            // A system portd of this machine would answer: then that case says nothing.
+            if socket == systemSocket, FileManager.default.fileExists(atPath: systemSocket) { continue }
+            let run = try runPortctl(arguments, environment: environment)
+            #expect(run.status == 69, "\(arguments): \(run.standardError)")
+            #expect(run.standardError == "portctl: portd is not running at \(socket)\n", "\(arguments)")
+        }
+        // portd: --check-config reads the instance's configuration, so it says which instance won.
+        let config = try TemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: config.appending("portd"), withIntermediateDirectories: true)
+        try "[Limits]\n".write(toFile: config.appending("portd/portd.conf"), atomically: true, encoding: .utf8)
+        let userConfig = config.appending("portd/portd.conf")
+        let userLast = try runPortd(["--system", "--user", "--check-config"], environment: ["XDG_CONFIG_HOME": config.path])
+        #expect(userLast.status == 0, "\(userLast.standardError)")
+        #expect(userLast.standardOutput == "portd: the configuration is good: \(userConfig)\n")
+        let systemLast = try runPortd(["--user", "--system", "--check-config"], environment: ["XDG_CONFIG_HOME": config.path])
+        #expect(!systemLast.standardOutput.contains(userConfig) && !systemLast.standardError.contains("already"))
+    }
+
+    /// Bare `portctl`: a short usage on standard error (every verb with
+    /// its line, where to read more), status 64; --help stays whole.
+    @Test func barePortctlPrintsAShortUsage() throws {
+        let bare = try runPortctl([])
+        #expect(bare.status == 64)
+        #expect(bare.standardOutput.isEmpty)
+        let lines = bare.standardError.split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(lines.count < 25, "\(bare.standardError)")
+        #expect(lines.first == "usage: portctl [OPTIONS] COMMAND [ARGUMENTS]")
+        for verb in PortctlManPageTests.verbs {
+            #expect(lines.contains { $0.hasPrefix("  \(verb) ") }, "\(verb) is not listed")
+        }
+        #expect(bare.standardError.contains("portctl help COMMAND") && bare.standardError.contains("man portctl"))
+        let help = try runPortctl(["--help"])
+        #expect(help.status == 0 && help.standardOutput.split(separator: "\n").count > 40)
+    }
+
+    /// An unknown option is named as such, also when its value would be
+    /// a bad NAME (swift-argument-parser validates the verb first).
+    @Test func unknownOptionsAreNamedAsSuch() throws {
+        for verb in [["monitor", "echo"], ["lookup", "echo"], ["watch"], ["listen", "echo"], ["wait", "echo"]] {
+            let run = try runPortctl(verb + ["--frobnicate", "msgid=1"])
+            #expect(run.status == 64)
+            #expect(run.standardError.hasPrefix("Error: Unknown option '--frobnicate'"), "\(verb): \(run.standardError)")
+            let json = try runPortctl(verb + ["--frobnicate", "msgid=1", "--json"])
+            #expect(try jsonObject(json.standardError)["message"] as? String == "Unknown option '--frobnicate'", "\(verb)")
+        }
+        // A bad NAME alone is still refused as a name.
+        let bad = try runPortctl(["monitor", "echo", "msgid=1"])
+        #expect(bad.status == 64 && bad.standardError.hasPrefix("Error: invalid name 'msgid=1'"), "\(bad.standardError)")
     }
 
     @Test func registerTakesJsonAndQuiet() throws {

@@ -180,7 +180,8 @@ import PortTestSupport
     }
 
     @Test func usageErrorsExit64() throws {
-        #expect(try runPortd(["--user", "--system"]).status == 64)
+        #expect(try runPortd(["--config"]).status == 64)
+        #expect(try runPortd(["--socket", ""]).status == 64)
         #expect(try runPortd(["--no-such-option"]).status == 64)
         #expect(try runPortctl(["status", "--timeout", "0"]).status == 64)
         #expect(try runPortctl(["frobnicate"]).status == 64)

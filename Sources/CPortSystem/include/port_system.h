@@ -56,6 +56,9 @@ typedef struct port_ucred {
 #define PORT_F_SEAL_WRITE 0x0008
 #define PORT_F_SEAL_FUTURE_WRITE 0x0010
 #define PORT_F_SEAL_EXEC 0x0020
+/* lseek(2) whences that find data and holes (Linux 3.1; shmem since 3.8). */
+#define PORT_SEEK_DATA 3
+#define PORT_SEEK_HOLE 4
 
 /* The largest number of descriptors one SCM_RIGHTS message may carry
  * (SCM_MAX_FD in the kernel's include/net/scm.h; not exported to user space). */

@@ -16,87 +16,120 @@
 // Sections and keys starting with "X-" are ignored, as systemd ignores
 // them (room for extensions); any other unknown section or key is an error.
 // Every error names the file and line of the offending assignment.
+//
+// A bad assignment (or section) is left out and the next one read, so that
+// `errors` holds every error of the documents applied, for portd
+// --check-config, which prints them all; a configuration with any error is
+// not used (`apply` throws the first). With `checksPrograms`
+// (--check-config), an Exec= whose program is not an executable file is an
+// error too, as `systemd-analyze verify` says of ExecStart=; portd itself
+// starts with it (the program may come later; an activation that cannot
+// run it is logged).
+
+import PortCore
 
 struct ConfigurationBuilder {
     private(set) var configuration = PortdConfiguration()
+    /// Every error met, in order.
+    private(set) var errors: [ConfigurationError] = []
     private let accounts: any AccountDatabase
+    private let checksPrograms: Bool
 
-    init(accounts: any AccountDatabase) {
+    init(accounts: any AccountDatabase, checksPrograms: Bool = false) {
         self.accounts = accounts
+        self.checksPrograms = checksPrograms
     }
 
+    /// Applies `document`; throws the first error met, if any.
     mutating func apply(_ document: IniDocument) throws(ConfigurationError) {
+        collect(document)
+        if let first = errors.first { throw first }
+    }
+
+    /// Applies `document`, adding each of its errors to `errors`.
+    mutating func collect(_ document: IniDocument) {
         configuration.sources.append(document.file)
         for section in document.sections {
             switch section.name {
-            case "Limits": try applyLimits(section, file: document.file)
-            case "Policy": try applyPolicy(section, file: document.file)
-            case "Port": try applyPort(section, file: document.file)
+            case "Limits", "Policy":
+                for assignment in section.assignments {
+                    do {
+                        if section.name == "Limits" {
+                            try applyLimit(assignment, in: section, file: document.file)
+                        } else {
+                            try applyPolicy(assignment, in: section, file: document.file)
+                        }
+                    } catch {
+                        errors.append(error)
+                    }
+                }
+            case "Port": applyPort(section, file: document.file)
             case let name where name.hasPrefix("X-"): continue
             default:
-                throw ConfigurationError(
-                    file: document.file, line: section.line,
-                    "unknown section [\(section.name)] (known: [Limits], [Policy], [Port])")
+                errors.append(
+                    ConfigurationError(
+                        file: document.file, line: section.line,
+                        "unknown section [\(section.name)] (known: [Limits], [Policy], [Port])"))
             }
         }
     }
 
     // MARK: - [Limits]
 
-    private mutating func applyLimits(_ section: IniDocument.Section, file: String) throws(ConfigurationError) {
-        for assignment in section.assignments {
-            guard let key = DaemonLimits.keys.first(where: { $0.name == assignment.key }) else {
-                if assignment.key.hasPrefix("X-") { continue }
-                throw unknownKey(assignment, in: section, file: file)
-            }
-            if assignment.value.isEmpty {
-                configuration.limits[keyPath: key.field] = DaemonLimits.default[keyPath: key.field]
-                continue
-            }
-            configuration.limits[keyPath: key.field] = try located(assignment, file) { () throws(InvalidValue) in
-                try DaemonLimits.parse(assignment.value, for: key)
-            }
+    private mutating func applyLimit(
+        _ assignment: IniDocument.Assignment, in section: IniDocument.Section, file: String
+    ) throws(ConfigurationError) {
+        guard let key = DaemonLimits.keys.first(where: { $0.name == assignment.key }) else {
+            if assignment.key.hasPrefix("X-") { return }
+            throw unknownKey(assignment, in: section, file: file)
+        }
+        if assignment.value.isEmpty {
+            configuration.limits[keyPath: key.field] = DaemonLimits.default[keyPath: key.field]
+            return
+        }
+        configuration.limits[keyPath: key.field] = try located(assignment, file) { () throws(InvalidValue) in
+            try DaemonLimits.parse(assignment.value, for: key)
         }
     }
 
     // MARK: - [Policy]
 
-    private mutating func applyPolicy(_ section: IniDocument.Section, file: String) throws(ConfigurationError) {
-        for assignment in section.assignments {
-            let value = assignment.value
-            switch assignment.key {
-            case "DefaultRegister":
-                configuration.policy.defaultRegister = try verdict(assignment, file)
-                configuration.policy.defaultRegisterIsSet = !value.isEmpty
-            case "DefaultLookUp":
-                configuration.policy.defaultLookUp = try verdict(assignment, file)
-            case "AllowRegister", "DenyRegister", "AllowLookUp", "DenyLookUp":
-                let operation: Policy.Operation = assignment.key.hasSuffix("Register") ? .register : .lookUp
-                if value.isEmpty {
-                    configuration.policy.rules.removeAll { $0.operation == operation }
-                    continue
-                }
-                let accounts = self.accounts
-                let rule = try located(assignment, file) { () throws(InvalidValue) in
-                    let words = try QuotedWords.split(value)
-                    guard words.count >= 2 else {
-                        throw InvalidValue(
-                            "\(assignment.key)= needs a name pattern and at least one principal, "
-                                + "as in '\(assignment.key)=org.example.* user:alice group:staff'")
-                    }
-                    return Policy.Rule(
-                        verdict: assignment.key.hasPrefix("Allow") ? .allow : .deny, operation: operation,
-                        pattern: try NamePattern(words[0]),
-                        principals: try words.dropFirst().map { (word) throws(InvalidValue) in
-                            try Principal.parse(word, accounts: accounts)
-                        },
-                        origin: "\(file):\(assignment.line)")
-                }
-                configuration.policy.rules.append(rule)
-            default:
-                if assignment.key.hasPrefix("X-") { continue }
-                throw unknownKey(assignment, in: section, file: file)
+    private mutating func applyPolicy(
+        _ assignment: IniDocument.Assignment, in section: IniDocument.Section, file: String
+    ) throws(ConfigurationError) {
+        let value = assignment.value
+        switch assignment.key {
+        case "DefaultRegister":
+            configuration.policy.defaultRegister = try verdict(assignment, file)
+            configuration.policy.defaultRegisterIsSet = !value.isEmpty
+        case "DefaultLookUp":
+            configuration.policy.defaultLookUp = try verdict(assignment, file)
+        case "AllowRegister", "DenyRegister", "AllowLookUp", "DenyLookUp":
+            let operation: Policy.Operation = assignment.key.hasSuffix("Register") ? .register : .lookUp
+            if value.isEmpty {
+                configuration.policy.rules.removeAll { $0.operation == operation }
+                return
             }
+            let accounts = self.accounts
+            let rule = try located(assignment, file) { () throws(InvalidValue) in
+                let words = try QuotedWords.split(value)
+                guard words.count >= 2 else {
+                    throw InvalidValue(
+                        "\(assignment.key)= needs a name pattern and at least one principal, "
+                            + "as in '\(assignment.key)=org.example.* user:alice group:staff'")
+                }
+                return Policy.Rule(
+                    verdict: assignment.key.hasPrefix("Allow") ? .allow : .deny, operation: operation,
+                    pattern: try NamePattern(words[0]),
+                    principals: try words.dropFirst().map { (word) throws(InvalidValue) in
+                        try Principal.parse(word, accounts: accounts)
+                    },
+                    origin: "\(file):\(assignment.line)")
+            }
+            configuration.policy.rules.append(rule)
+        default:
+            if assignment.key.hasPrefix("X-") { return }
+            throw unknownKey(assignment, in: section, file: file)
         }
     }
 
@@ -112,7 +145,17 @@ struct ConfigurationBuilder {
 
     // MARK: - [Port]
 
-    private mutating func applyPort(_ section: IniDocument.Section, file: String) throws(ConfigurationError) {
+    private mutating func applyPort(_ section: IniDocument.Section, file: String) {
+        do {
+            try applyPortSection(section, file: file)
+        } catch {
+            errors.append(error)
+        }
+    }
+
+    /// A [Port] section: an error of its Name= leaves the whole section
+    /// out; an error of another assignment, that assignment.
+    private mutating func applyPortSection(_ section: IniDocument.Section, file: String) throws(ConfigurationError) {
         let names = section.assignments.filter { $0.key == "Name" }
         guard let nameAssignment = names.first else {
             throw ConfigurationError(file: file, line: section.line, "[Port] needs Name=, the port's name")
@@ -137,59 +180,10 @@ struct ConfigurationBuilder {
 
         var activationLine: (key: String, line: Int)? = nil
         for assignment in section.assignments {
-            let value = assignment.value
-            let accounts = self.accounts
-            switch assignment.key {
-            case "Name":
-                continue
-            case "CheckInUser":
-                if value.isEmpty {
-                    port.checkInUIDs = []
-                    continue
-                }
-                port.checkInUIDs += try located(assignment, file) { () throws(InvalidValue) in
-                    try QuotedWords.split(value).map { (word) throws(InvalidValue) in
-                        try Principal.userID(word, accounts: accounts)
-                    }
-                }
-            case "CheckInGroup":
-                if value.isEmpty {
-                    port.checkInGIDs = []
-                    continue
-                }
-                port.checkInGIDs += try located(assignment, file) { () throws(InvalidValue) in
-                    try QuotedWords.split(value).map { (word) throws(InvalidValue) in
-                        try Principal.groupID(word, accounts: accounts)
-                    }
-                }
-            case "LookUp":
-                if value.isEmpty {
-                    port.lookUp = []
-                    continue
-                }
-                port.lookUp += try located(assignment, file) { () throws(InvalidValue) in
-                    try QuotedWords.split(value).map { (word) throws(InvalidValue) in
-                        try Principal.parse(word, accounts: accounts)
-                    }
-                }
-            case "Exec", "Unit":
-                if let earlier = activationLine, earlier.key != assignment.key, !value.isEmpty {
-                    throw ConfigurationError(
-                        file: file, line: assignment.line,
-                        "a port is activated by Exec= or by Unit=, not both (\(earlier.key)= is on line \(earlier.line))")
-                }
-                if value.isEmpty {
-                    port.activation = .none
-                    activationLine = nil
-                    continue
-                }
-                activationLine = (assignment.key, assignment.line)
-                port.activation = try located(assignment, file) { () throws(InvalidValue) in
-                    try Self.activation(key: assignment.key, value: value)
-                }
-            default:
-                if assignment.key.hasPrefix("X-") { continue }
-                throw unknownKey(assignment, in: section, file: file)
+            do {
+                try applyPort(assignment, to: &port, activationLine: &activationLine, in: section, file: file)
+            } catch {
+                errors.append(error)
             }
         }
 
@@ -197,6 +191,66 @@ struct ConfigurationBuilder {
             configuration.declaredPorts[existing] = port
         } else {
             configuration.declaredPorts.append(port)
+        }
+    }
+
+    private func applyPort(
+        _ assignment: IniDocument.Assignment, to port: inout DeclaredPort,
+        activationLine: inout (key: String, line: Int)?, in section: IniDocument.Section, file: String
+    ) throws(ConfigurationError) {
+        let value = assignment.value
+        let accounts = self.accounts
+        switch assignment.key {
+        case "Name":
+            return
+        case "CheckInUser":
+            try appendWords(to: &port.checkInUIDs, assignment, file) { (word) throws(InvalidValue) in
+                try Principal.userID(word, accounts: accounts)
+            }
+        case "CheckInGroup":
+            try appendWords(to: &port.checkInGIDs, assignment, file) { (word) throws(InvalidValue) in
+                try Principal.groupID(word, accounts: accounts)
+            }
+        case "LookUp":
+            try appendWords(to: &port.lookUp, assignment, file) { (word) throws(InvalidValue) in
+                try Principal.parse(word, accounts: accounts)
+            }
+        case "Exec", "Unit":
+            if let earlier = activationLine, earlier.key != assignment.key, !value.isEmpty {
+                throw ConfigurationError(
+                    file: file, line: assignment.line,
+                    "a port is activated by Exec= or by Unit=, not both (\(earlier.key)= is on line \(earlier.line))")
+            }
+            if value.isEmpty {
+                port.activation = .none
+                activationLine = nil
+                return
+            }
+            activationLine = (assignment.key, assignment.line)
+            port.activation = try located(assignment, file) { () throws(InvalidValue) in
+                try Self.activation(key: assignment.key, value: value)
+            }
+            if checksPrograms, case .command(let words) = port.activation, let problem = Self.programProblem(words[0]) {
+                throw ConfigurationError(file: file, line: assignment.line, problem)
+            }
+        default:
+            if assignment.key.hasPrefix("X-") { return }
+            throw unknownKey(assignment, in: section, file: file)
+        }
+    }
+
+    /// A list key: an empty value resets `list`; otherwise each word of the
+    /// value, parsed, is appended to it.
+    private func appendWords<T>(
+        to list: inout [T], _ assignment: IniDocument.Assignment, _ file: String,
+        _ parse: (String) throws(InvalidValue) -> T
+    ) throws(ConfigurationError) {
+        if assignment.value.isEmpty {
+            list = []
+            return
+        }
+        list += try located(assignment, file) { () throws(InvalidValue) in
+            try QuotedWords.split(assignment.value).map { (word) throws(InvalidValue) in try parse(word) }
         }
     }
 
@@ -210,6 +264,14 @@ struct ConfigurationBuilder {
             throw InvalidValue("Exec= needs an absolute program path first, as in 'Exec=/usr/libexec/example --serve'")
         }
         return .command(words)
+    }
+
+    /// Why Exec='s program cannot be run, or nil: the check
+    /// `systemd-analyze verify` makes of ExecStart=, as the checking user.
+    private static func programProblem(_ path: String) -> String? {
+        if FileSystem.isExecutableFile(path) { return nil }
+        let exists = (try? FileSystem.status(ofPath: path)) != nil
+        return "Exec= program '\(path)' is not executable: \(exists ? "not an executable file" : "no such file")"
     }
 
     // MARK: - Errors

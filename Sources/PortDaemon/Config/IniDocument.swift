@@ -18,7 +18,10 @@
 //     does; the assignment has the line number of its first line;
 //   - an assignment before the first section, or any other line, is an
 //     error naming the line.
-// Pure: text in, document or ConfigurationError out.
+// Pure: text in, document or ConfigurationError out. `parse` reads on past
+// an error, for `portd --check-config`, which reports every error of a
+// file: a bad line is left out, and so are the assignments after a bad
+// section header, up to the next good one (they belong to no section).
 
 package struct IniDocument: Equatable, Sendable {
     package struct Assignment: Equatable, Sendable {
@@ -39,10 +42,25 @@ package struct IniDocument: Equatable, Sendable {
     package let file: String
     package var sections: [Section]
 
-    /// Parses `text`; `file` only names it in errors.
+    /// Parses `text`; `file` only names it in errors. Throws the first error.
     package init(parsing text: String, file: String) throws(ConfigurationError) {
+        let (document, errors) = Self.parse(text, file: file)
+        if let first = errors.first { throw first }
+        self = document
+    }
+
+    private init(file: String) {
         self.file = file
         sections = []
+    }
+
+    /// Parses `text` to its end: the document of every good line, and the
+    /// error of every bad one, in order.
+    package static func parse(_ text: String, file: String) -> (document: IniDocument, errors: [ConfigurationError]) {
+        var document = IniDocument(file: file)
+        var errors: [ConfigurationError] = []
+        // After a bad section header: its assignments are nobody's.
+        var inBadSection = false
         // "\r\n" is one Character in Swift, so split on both.
         var lines = text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" })
         if let first = lines.first, first.hasPrefix("\u{FEFF}") { lines[0] = first.dropFirst() }
@@ -65,30 +83,35 @@ package struct IniDocument: Equatable, Sendable {
             line = Self.trimmed(line[...])
 
             if line.hasPrefix("[") {
-                guard line.hasSuffix("]"), line.count > 2 else {
-                    throw ConfigurationError(file: file, line: number, "a section header is '[Name]', not '\(line)'")
-                }
                 let name = String(line.dropFirst().dropLast())
-                guard !name.contains("["), !name.contains("]") else {
-                    throw ConfigurationError(file: file, line: number, "a section header is '[Name]', not '\(line)'")
+                guard line.hasSuffix("]"), line.count > 2, !name.contains("["), !name.contains("]") else {
+                    errors.append(ConfigurationError(file: file, line: number, "a section header is '[Name]', not '\(line)'"))
+                    inBadSection = true
+                    continue
                 }
-                sections.append(Section(name: name, line: number, assignments: []))
+                document.sections.append(Section(name: name, line: number, assignments: []))
+                inBadSection = false
                 continue
             }
 
             guard let equals = line.firstIndex(of: "=") else {
-                throw ConfigurationError(file: file, line: number, "expected 'Key=Value' or '[Section]', not '\(line)'")
+                errors.append(ConfigurationError(file: file, line: number, "expected 'Key=Value' or '[Section]', not '\(line)'"))
+                continue
             }
             let key = Self.trimmed(line[..<equals])
             let value = Self.trimmed(line[line.index(after: equals)...])
             guard Self.isValidKey(key) else {
-                throw ConfigurationError(file: file, line: number, "'\(key)' is not a key (letters, digits and '-')")
+                errors.append(ConfigurationError(file: file, line: number, "'\(key)' is not a key (letters, digits and '-')"))
+                continue
             }
-            guard !sections.isEmpty else {
-                throw ConfigurationError(file: file, line: number, "'\(key)=' comes before any [Section]")
+            if inBadSection { continue }
+            guard !document.sections.isEmpty else {
+                errors.append(ConfigurationError(file: file, line: number, "'\(key)=' comes before any [Section]"))
+                continue
             }
-            sections[sections.count - 1].assignments.append(Assignment(key: key, value: value, line: number))
+            document.sections[document.sections.count - 1].assignments.append(Assignment(key: key, value: value, line: number))
         }
+        return (document, errors)
     }
 
     private static func trimmed(_ s: Substring) -> String {

@@ -4,8 +4,8 @@
 // or default set later wins, rules and list values are appended, and an
 // empty assignment resets a list (systemd's drop-in semantics).
 //
-// Invariants: loading is all or nothing: the first error (file and line)
-// stops it and nothing of the configuration is used; a missing file or
+// Invariants: loading is all or nothing: at the first error (file and
+// line) nothing of the configuration is used (`check` reports them all); a missing file or
 // directory is no error (the defaults apply), an unreadable one is. User
 // and group names are resolved here, once (AccountDatabase), so that
 // decisions during serving are pure and never block. Drop-in files whose
@@ -65,10 +65,11 @@ struct PortdConfiguration: Equatable, Sendable {
         return try interpret(documents, accounts: accounts)
     }
 
-    /// `portd --check-config`: every file's syntax error (each file is
-    /// parsed on its own, so one broken file does not hide the next), then,
-    /// when they all parse, the first error of their meaning; and the files
-    /// read. Empty errors: the configuration is good.
+    /// `portd --check-config`: every error of every file, in the order
+    /// read: each file's syntax errors (a bad line is left out and the
+    /// rest read), then the errors of their meaning, every Exec= program
+    /// checked to be an executable file (as `systemd-analyze verify`
+    /// does); and the files read. Empty errors: the configuration is good.
     static func check(_ paths: ConfigurationPaths, requireFile: Bool) -> (errors: [ConfigurationError], files: [String]) {
         var errors: [ConfigurationError] = []
         var documents: [IniDocument] = []
@@ -89,19 +90,16 @@ struct PortdConfiguration: Equatable, Sendable {
                     continue
                 }
                 files.append(path)
-                documents.append(try IniDocument(parsing: text, file: path))
+                let (document, syntaxErrors) = IniDocument.parse(text, file: path)
+                errors += syntaxErrors
+                documents.append(document)
             } catch {
                 errors.append(error)
             }
         }
-        if errors.isEmpty {
-            do {
-                _ = try interpret(documents, accounts: SystemAccountDatabase())
-            } catch {
-                errors.append(error)
-            }
-        }
-        return (errors, files)
+        var builder = ConfigurationBuilder(accounts: SystemAccountDatabase(), checksPrograms: true)
+        for document in documents { builder.collect(document) }
+        return (errors + builder.errors, files)
     }
 
     /// Builds a configuration from parsed documents, in order. Pure but for

@@ -392,7 +392,7 @@ final class NameServer {
             logger.info("declared port \(name) at \(d.file.path)\(how)", metadata: ["name": "\(name)"])
             guard let store else { continue }
             do {
-                if try store.store(declaredPort: name.value, fileDescriptor: d.descriptor.descriptor) { declared.markStored(name) }
+                if try store.store(declaredPort: name.value, fileDescriptor: d.descriptor) { declared.markStored(name) }
             } catch {
                 logger.warning(
                     "cannot hand the socket of \(name) to the file-descriptor store; messages waiting in it are lost if portd restarts: \(error)",

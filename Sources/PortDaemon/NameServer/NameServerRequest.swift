@@ -81,6 +81,11 @@ enum NameServerRequest: Equatable, Sendable {
             guard let text = UTF8Text.string(bytes) else {
                 return (serial, .failure(.badRequest("component \(i) is not UTF-8")))
             }
+            // A value is text without NUL (portd-protocol(7), NAME SERVER):
+            // a component holding one is not a field, whatever follows.
+            if bytes.contains(0) {
+                return (serial, .failure(.badRequest("component \(i) holds a NUL byte; a field is key=value text without NUL")))
+            }
             guard let field = NameServerField(text: text) else {
                 return (serial, .failure(.badRequest("component \(i) is not a key=value field")))
             }

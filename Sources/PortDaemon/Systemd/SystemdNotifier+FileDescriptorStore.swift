@@ -9,17 +9,19 @@
 // name, "port/NAME" (ListenFDs.fileDescriptorName(forDeclaredPort:)); a
 // descriptor passed back and stored again is not duplicated (systemd drops
 // a descriptor that refers to the same file as one it holds); a port that
-// a reload removes is taken out with FDSTOREREMOVE=1. Needs
-// FileDescriptorStoreMax= in portd.service; without NOTIFY_SOCKET these
-// are no-ops that return false.
+// a reload removes is taken out with FDSTOREREMOVE=1. Only when the manager
+// has a store (`hasFileDescriptorStore`: FDSTORE in the environment, from
+// FileDescriptorStoreMax=); otherwise, and without NOTIFY_SOCKET, these are
+// no-ops that return false, and the name server keeps no socket file.
 
 import PortCore
 
 extension SystemdNotifier {
     /// FDSTORE=1 with FDNAME=port/NAME for the listening socket of the
-    /// declared port `name`. Returns whether a manager was told.
+    /// declared port `name`. Returns whether the manager holds a copy (or
+    /// will, once its queue has room).
     @discardableResult
-    func storeDeclaredPort(named name: String, fileDescriptor: borrowing OwnedDescriptor) throws(SystemCallError) -> Bool {
+    func storeDeclaredPort(named name: String, fileDescriptor: SharedDescriptor) throws(SystemCallError) -> Bool {
         try storeFileDescriptor(fileDescriptor, name: ListenFDs.fileDescriptorName(forDeclaredPort: name))
     }
 
@@ -27,13 +29,14 @@ extension SystemdNotifier {
     /// the declared port `name` (after a reload removed the port).
     @discardableResult
     func removeStoredDeclaredPort(named name: String) throws(SystemCallError) -> Bool {
-        try send(["FDSTOREREMOVE=1", "FDNAME=\(ListenFDs.fileDescriptorName(forDeclaredPort: name))"])
+        guard hasFileDescriptorStore else { return false }
+        return try send(["FDSTOREREMOVE=1", "FDNAME=\(ListenFDs.fileDescriptorName(forDeclaredPort: name))"])
     }
 }
 
 /// The name server's store of declared ports, under systemd.
 extension SystemdNotifier: DeclaredPortStore {
-    func store(declaredPort name: String, fileDescriptor: borrowing OwnedDescriptor) throws(SystemCallError) -> Bool {
+    func store(declaredPort name: String, fileDescriptor: SharedDescriptor) throws(SystemCallError) -> Bool {
         try storeDeclaredPort(named: name, fileDescriptor: fileDescriptor)
     }
 

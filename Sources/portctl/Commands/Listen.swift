@@ -12,7 +12,7 @@ struct Listen: ParsableCommand {
         commandName: "listen",
         abstract: "Register a name and print (or --exec a command for) each message it receives.",
         discussion: """
-            Each message prints as a heading (msgid, sender pid/uid/gid, whether it has a reply port) \
+            Each message prints as a heading (msgid, sender pid/uid/gid, its origin on another host when a bridge relayed it, whether it has a reply port) \
             and one line per component, or one JSON object with --json, showing at most --max-bytes of \
             each component (4096, or 64 KiB with --json, by default). A request gets an empty reply \
             unless --exec is given. --timeout bounds the wait for each message (no bound without it); \

@@ -4,6 +4,7 @@
 import ArgumentParser
 import PortCore
 import PortWire
+import Synchronization
 
 struct Lookup: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -60,9 +61,33 @@ struct Lookup: ParsableCommand {
 
 /// The check of a NAME argument, the naming rule of portd.
 enum NameArgument {
+    /// Set only by `UnknownOption.hiddenBehindAName`, to parse a command
+    /// line again without this check.
+    static let skipsCheck = Atomic<Bool>(false)
+
     static func check(_ name: String, what: String = "name") throws {
+        if skipsCheck.load(ordering: .relaxed) { return }
         if let problem = NameServerProtocol.nameProblem(name) {
             throw ValidationError("invalid \(what) '\(TextEscape.escape(name))': \(problem)")
+        }
+    }
+}
+
+/// An unknown option that a bad NAME hid: swift-argument-parser runs a
+/// verb's validate() before it looks for unknown options, so in
+/// `portctl monitor echo --match msgid=1` the unknown --match was never
+/// named and its value, taken for a second NAME, was refused as a name.
+enum UnknownOption {
+    /// The unknown-option error of `arguments` when parsing them without
+    /// the NAME check finds one, else nil.
+    static func hiddenBehindAName(_ arguments: [String]) -> (any Error)? {
+        NameArgument.skipsCheck.store(true, ordering: .relaxed)
+        defer { NameArgument.skipsCheck.store(false, ordering: .relaxed) }
+        do {
+            _ = try PortctlCommand.parseAsRoot(arguments)
+            return nil
+        } catch {
+            return PortctlCommand.message(for: error).hasPrefix("Unknown option") ? error : nil
         }
     }
 }

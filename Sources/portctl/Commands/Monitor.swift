@@ -10,10 +10,18 @@
 // refuses (not monitorable, another uid, too many monitors) ends the run
 // with 77: monitor shows a port's messages only where its owner allows it.
 // Copies the owner dropped because we fell behind are reported as a
-// "missed" record before the next copy that arrives.
+// "missed" record before the next copy that arrives. The reply the port
+// sends for a request comes as a copy too, naming its request's sequence:
+// it is shown as a "reply" record with the requester's pid, uid and gid
+// (remembered from the request's copy), when its request was shown.
+//
+// --match KEY=VALUE (MonitorMatch) filters messages and replies (owner
+// changes are always shown): msgid, the sender's pid and uid (for a reply,
+// its requester's), direction in (messages to the port) or out (its
+// replies).
 //
 // Exit statuses as watch's: --count N exits 0 after N records (owner
-// changes and messages); --timeout S exits 75 when S seconds pass
+// changes, messages and replies); --timeout S exits 75 when S seconds pass
 // without one; portd gone, 74; the watch of owner changes fell behind, 75.
 
 import ArgumentParser
@@ -37,16 +45,31 @@ struct Monitor: ParsableCommand {
             at most 64 KiB of a message's data; --max-bytes limits what is shown of each component. \
             --timeout bounds the wait for each record (no bound without it).
 
+            The reply the port sends for a request, when its handler returns, is shown after the \
+            request as "reply NAME msgid=N to pid=... (request #SEQ)" (JSON: event "reply", with \
+            "answers", the request's "sequence"); a reply sent later through a reply right the \
+            handler kept is not copied. --match KEY=VALUE shows only the messages and replies that \
+            match (owner changes are always shown): msgid=N, pid=P or uid=U of the sender (for a \
+            reply, of its request), direction=in (messages to the port) or direction=out (its \
+            replies, to the requests the other keys match). Keys given several times match any of \
+            their values; different keys must all match.
+
             \(ExitStatus.verbHelpText)
             """
     )
 
     @Argument(help: "The names to monitor (owner changes of every name, and no messages, when omitted).")
     var names: [String] = []
-    @Option(parsing: .unconditional, help: ArgumentHelp("Exit (status 0) after N records (owner changes and messages).", valueName: "n"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Exit (status 0) after N records (owner changes, messages and replies).", valueName: "n"))
     var count: Int?
     @Option(parsing: .unconditional, help: MessageRendering.maxBytesHelp)
     var maxBytes: Int?
+    @Option(
+        name: .customLong("match"), parsing: .unconditionalSingleValue,
+        help: ArgumentHelp(
+            "Show only the messages and replies that match: msgid=N, pid=P, uid=U (the sender's), direction=in|out.",
+            valueName: "key=value"))
+    var match: [String] = []
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var output: OutputOptions
 
@@ -54,6 +77,11 @@ struct Monitor: ParsableCommand {
         for name in names { try NameArgument.check(name) }
         if let count, count < 1 { throw ValidationError("--count must be at least 1") }
         try MessageRendering.check(maxBytes: maxBytes)
+        do {
+            _ = try MonitorMatch(match)
+        } catch {
+            throw ValidationError(error.description)
+        }
         try connection.check()
     }
 
@@ -62,9 +90,15 @@ struct Monitor: ParsableCommand {
     func execute() throws(Failure) {
         let server = try connection.connect()
         let loop = PCRunLoop.current
+        let filter: MonitorMatch
+        do {
+            filter = try MonitorMatch(match)
+        } catch {
+            throw Failure(.usage, error.description)  // validate() refused it already
+        }
         let state = MonitorState(
             output: output, limit: MessageRendering.limit(maxBytes, json: output.json), count: count,
-            idle: connection.explicitTimeout)
+            idle: connection.explicitTimeout, filter: filter)
         var watches: [NameWatch] = []
         defer { for w in watches { w.cancel() } }
         let names = self.names.enumerated().filter { self.names.firstIndex(of: $0.element) == $0.offset }.map(\.element)
@@ -181,28 +215,30 @@ struct Monitor: ParsableCommand {
     static func text(_ m: MonitoredMessage, of name: String, at ms: UInt64, limit: Int) -> String {
         var line = "\(Timestamp.utc(milliseconds: ms)) message \(TextEscape.escape(name)) msgid=\(m.msgid)"
         if let s = m.sender { line += " from pid=\(s.pid) uid=\(s.uid) gid=\(s.gid)" }
-        if m.isRequest { line += " (request)" }
+        if m.isRequest { line += " (request #\(m.sequence))" }
         if m.hasReplyPort { line += " (reply port)" }
         if m.descriptorCount > 0 { line += " (\(m.descriptorCount) descriptor\(m.descriptorCount == 1 ? "" : "s") not shown)" }
-        var lines = [line]
-        for c in m.components {
-            switch c.kind {
-            case .port:
-                lines.append("  <port>")
-            case .data, .sharedMemory:
-                lines.append(
-                    "  "
-                        + c.bytes.withUnsafeBytes {
-                            MessageRendering.text(ofBytes: $0, limit: limit, length: Int(clamping: c.length))
-                        })
-            }
-        }
-        return lines.joined(separator: "\n")
+        return ([line] + componentLines(m, limit: limit)).joined(separator: "\n")
     }
 
-    static func json(_ m: MonitoredMessage, of name: String, at ms: UInt64, limit: Int) -> String {
-        let sender = m.sender
-        let components: [JSONObject.Value] = m.components.map { c in
+    /// One line per component of `m`, as listen prints them.
+    static func componentLines(_ m: MonitoredMessage, limit: Int) -> [String] {
+        m.components.map { c in
+            switch c.kind {
+            case .port:
+                return "  <port>"
+            case .data, .sharedMemory:
+                return "  "
+                    + c.bytes.withUnsafeBytes {
+                        MessageRendering.text(ofBytes: $0, limit: limit, length: Int(clamping: c.length))
+                    }
+            }
+        }
+    }
+
+    /// The components of `m` as JSON values, as listen prints them.
+    static func componentValues(_ m: MonitoredMessage, limit: Int) -> [JSONObject.Value] {
+        m.components.map { c in
             switch c.kind {
             case .port: return .object(JSONObject([("kind", .string("port"))]))
             case .data, .sharedMemory:
@@ -212,6 +248,10 @@ struct Monitor: ParsableCommand {
                     })
             }
         }
+    }
+
+    static func json(_ m: MonitoredMessage, of name: String, at ms: UInt64, limit: Int) -> String {
+        let sender = m.sender
         return JSONObject(
             time(ms) + [
                 ("event", .string("message")), ("name", .string(name)), ("msgid", .unsigned(UInt64(m.msgid))),
@@ -221,10 +261,96 @@ struct Monitor: ParsableCommand {
                 ("request", .bool(m.isRequest)), ("reply_port", .bool(m.hasReplyPort)),
                 ("descriptors", .integer(Int64(m.descriptorCount))), ("sequence", .unsigned(m.sequence)),
                 ("delivered_ms", .unsigned(m.deliveredAt)),
-                ("components", .array(components)),
+                ("components", .array(componentValues(m, limit: limit))),
             ]
         ).text
     }
+}
+
+extension Monitor {
+    /// A reply the port sent: `requester` sent its request (nil when its
+    /// copy was missed).
+    static func replyText(
+        _ m: MonitoredMessage, of name: String, to requester: Credentials?, at ms: UInt64, limit: Int
+    ) -> String {
+        var line = "\(Timestamp.utc(milliseconds: ms)) reply \(TextEscape.escape(name)) msgid=\(m.msgid)"
+        if let r = requester { line += " to pid=\(r.pid) uid=\(r.uid) gid=\(r.gid)" }
+        line += " (request #\(m.sequence))"
+        if m.descriptorCount > 0 { line += " (\(m.descriptorCount) descriptor\(m.descriptorCount == 1 ? "" : "s") not shown)" }
+        return ([line] + componentLines(m, limit: limit)).joined(separator: "\n")
+    }
+
+    static func replyJSON(
+        _ m: MonitoredMessage, of name: String, to requester: Credentials?, at ms: UInt64, limit: Int
+    ) -> String {
+        JSONObject(
+            time(ms) + [
+                ("event", .string("reply")), ("name", .string(name)), ("msgid", .unsigned(UInt64(m.msgid))),
+                ("answers", .unsigned(m.sequence)),
+                ("pid", requester.map { .integer(Int64($0.pid)) } ?? .null),
+                ("uid", requester.map { .unsigned(UInt64($0.uid)) } ?? .null),
+                ("gid", requester.map { .unsigned(UInt64($0.gid)) } ?? .null),
+                ("descriptors", .integer(Int64(m.descriptorCount))), ("sent_ms", .unsigned(m.deliveredAt)),
+                ("components", .array(componentValues(m, limit: limit))),
+            ]
+        ).text
+    }
+}
+
+/// `portctl monitor --match KEY=VALUE ...`: which messages and replies are
+/// shown. Values of one key: any of them; different keys: all of them.
+struct MonitorMatch: Equatable {
+    enum Direction: String { case `in`, out }
+    var msgids: Set<UInt32> = []
+    var pids: Set<Int32> = []
+    var uids: Set<UInt32> = []
+    var directions: Set<Direction> = []
+
+    struct Problem: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    init(_ rules: [String] = []) throws(Problem) {
+        for rule in rules {
+            guard let equals = rule.firstIndex(of: "=") else {
+                throw Problem(description: "--match '\(TextEscape.escape(rule))': give KEY=VALUE, KEY one of msgid, pid, uid, direction")
+            }
+            let key = rule[..<equals]
+            let value = String(rule[rule.index(after: equals)...])
+            func bad(_ what: String) -> Problem {
+                Problem(description: "--match \(key)='\(TextEscape.escape(value))': \(what)")
+            }
+            switch key {
+            case "msgid":
+                guard let id = MessageID.parse(value) else { throw bad("give a message ID (decimal or 0x hexadecimal)") }
+                msgids.insert(id)
+            case "pid":
+                guard let pid = Int32(value), pid > 0 else { throw bad("give a process ID") }
+                pids.insert(pid)
+            case "uid":
+                guard let uid = UInt32(value) else { throw bad("give a numeric user ID") }
+                uids.insert(uid)
+            case "direction":
+                guard let direction = Direction(rawValue: value) else { throw bad("give in or out") }
+                directions.insert(direction)
+            default:
+                throw Problem(description: "--match: unknown key '\(TextEscape.escape(String(key)))' (the keys are msgid, pid, uid, direction)")
+            }
+        }
+    }
+
+    /// Whether a message delivered to the port (or, for a reply, its
+    /// request) matches msgid, pid and uid.
+    func matches(msgid: UInt32, sender: Credentials?) -> Bool {
+        (msgids.isEmpty || msgids.contains(msgid))
+            && (pids.isEmpty || sender.map { pids.contains($0.pid) } == true)
+            && (uids.isEmpty || sender.map { uids.contains($0.uid) } == true)
+    }
+
+    func shows(_ direction: Direction) -> Bool { directions.isEmpty || directions.contains(direction) }
+
+    /// Whether msgid, pid or uid select some messages only.
+    var selectsMessages: Bool { !msgids.isEmpty || !pids.isEmpty || !uids.isEmpty }
 }
 
 /// What the callbacks and the loop share; only touched on the loop's thread.
@@ -246,12 +372,19 @@ private final class MonitorState: @unchecked Sendable {
     private var subscriptions: [String: (owner: NameOwner.Process, subscription: PortMonitorSubscription)] = [:]
     /// Names that got a new owner, to subscribe to (outside the callbacks).
     private var newOwners: [(String, NameOwner.Process)] = []
+    let filter: MonitorMatch
+    /// The requests of each name that matched, by sequence, awaiting their
+    /// reply: who sent each (at most `maxPending` a name, the oldest
+    /// forgotten first).
+    private var pending: [String: [UInt64: Credentials?]] = [:]
+    static let maxPending = 4096
 
-    init(output: OutputOptions, limit: Int, count: Int?, idle: Duration?) {
+    init(output: OutputOptions, limit: Int, count: Int?, idle: Duration?, filter: MonitorMatch) {
         self.output = output
         self.limit = limit
         self.count = count
         self.idle = idle
+        self.filter = filter
     }
 
     func fail(_ f: Failure, _ loop: PCRunLoop) {
@@ -299,6 +432,26 @@ private final class MonitorState: @unchecked Sendable {
                 guard emit(json ? Monitor.missedJSON(name, m.missed, at: now) : Monitor.missedText(name, m.missed, at: now), loop)
                 else { return }
             }
+            if m.isReply {
+                guard let entry = pending[name]?.removeValue(forKey: m.sequence) else {
+                    // Its request did not match, or its copy was missed.
+                    if filter.selectsMessages || !filter.shows(.out) { return }
+                    guard emitReply(m, of: name, to: nil, at: now, loop) else { return }
+                    seen(loop)
+                    return
+                }
+                guard filter.shows(.out), emitReply(m, of: name, to: entry, at: now, loop) else { return }
+                seen(loop)
+                return
+            }
+            guard filter.matches(msgid: m.msgid, sender: m.sender) else { return }
+            if m.isRequest {
+                var waiting = pending[name, default: [:]]
+                if waiting.count >= Self.maxPending, let oldest = waiting.keys.min() { waiting[oldest] = nil }
+                waiting[m.sequence] = m.sender
+                pending[name] = waiting
+            }
+            guard filter.shows(.in) else { return }
             guard emit(json ? Monitor.json(m, of: name, at: now, limit: limit) : Monitor.text(m, of: name, at: now, limit: limit), loop)
             else { return }
             seen(loop)
@@ -315,6 +468,15 @@ private final class MonitorState: @unchecked Sendable {
         }
     }
 
+    private func emitReply(
+        _ m: MonitoredMessage, of name: String, to requester: Credentials?, at now: UInt64, _ loop: PCRunLoop
+    ) -> Bool {
+        emit(
+            output.json
+                ? Monitor.replyJSON(m, of: name, to: requester, at: now, limit: limit)
+                : Monitor.replyText(m, of: name, to: requester, at: now, limit: limit), loop)
+    }
+
     func isSubscribed(_ name: String, to owner: NameOwner.Process) -> Bool {
         guard let current = subscriptions[name] else { return false }
         return current.owner == owner && current.subscription.isActive
@@ -323,6 +485,7 @@ private final class MonitorState: @unchecked Sendable {
     func subscribed(_ name: String, to owner: NameOwner.Process, _ subscription: PortMonitorSubscription) {
         subscriptions[name]?.subscription.cancel()
         subscriptions[name] = (owner, subscription)
+        pending[name] = nil  // a new subscription counts its sequences anew
     }
 
     func takeNewOwners() -> [(String, NameOwner.Process)] {

@@ -80,7 +80,7 @@ extension MessageCall {
             }
         case .sendTimedOut:
             throw Failure(.timedOut, "the queue of \(name) stayed full for \(connection.timeoutText)")
-        case .receiveTimedOut:
+        case .receiveTimedOut, .sent:  // `.sent` only for a zero timeout, which --timeout refuses
             throw Failure(.timedOut, "no reply from \(name) within \(connection.timeoutText)")
         case .invalidPort:
             throw Failure(.portInvalid, "the port of \(name) went away before replying")

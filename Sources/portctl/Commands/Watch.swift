@@ -1,6 +1,7 @@
 // Watch: `portctl watch [NAME]`: print owner changes of NAME (or of every
 // name) as they happen (WATCH; NAME_OWNER_CHANGED), one line or one JSON
-// object each. --count N exits 0 after N changes; --timeout S exits 75 when
+// object each, stamped with the time portctl received it, in the same
+// form as monitor's owner changes (Monitor.text and Monitor.json). --count N exits 0 after N changes; --timeout S exits 75 when
 // S seconds pass without one; when portd goes, 74; when the watcher fell
 // behind and portd ended the watch (WATCH_OVERFLOW), 75 after printing the
 // changes queued before it.
@@ -14,8 +15,9 @@ struct Watch: ParsableCommand {
         commandName: "watch",
         abstract: "Print owner changes of a name (or of every name) as they happen.",
         discussion: """
-            Each change prints as: EVENT NAME, then the old and new owner (pid, uid). \
-            EVENT is registered, released or replaced. --timeout bounds the wait for each change. \
+            Each change prints as: the UTC time portctl received it, EVENT NAME, then the old and \
+            new owner (pid/uid); with --json, time (text) and time_ms (Unix milliseconds) are \
+            members of its object. EVENT is registered, released or replaced. --timeout bounds the wait for each change. \
             A watcher that falls behind (its queue full) is ended by portd: portctl prints the changes \
             queued before that, says how many it missed, and exits 75.
 
@@ -42,17 +44,6 @@ struct Watch: ParsableCommand {
         return line
     }
 
-    static func json(_ c: NameOwnerChange) -> String {
-        func owner(_ p: NameOwner.Process?) -> JSONObject.Value {
-            guard let p else { return .null }
-            return .object(JSONObject([("pid", .integer(Int64(p.pid))), ("uid", .unsigned(UInt64(p.uid)))]))
-        }
-        return JSONObject([
-            ("name", .string(c.name)), ("event", .string(c.event.description)), ("old", owner(c.oldOwner)),
-            ("new", owner(c.newOwner)),
-        ]).text
-    }
-
     func run() throws { try reporting(json: output.json, execute) }
 
     func execute() throws(Failure) {
@@ -69,7 +60,8 @@ struct Watch: ParsableCommand {
                 state.fail(Failure(error), loop)
             }) { change in
                 do throws(Failure) {
-                    try output.emit(json ? Self.json(change) : Self.text(change))
+                    let now = WallClock.unixMilliseconds()
+                    try output.emit(json ? Monitor.json(change, at: now) : Monitor.text(change, at: now))
                 } catch {
                     state.fail(error, loop)
                     return

@@ -11,6 +11,9 @@ Descriptor 3 is a send right (a connected SOCK_SEQPACKET socket) to a port.
   port_peer.py unsealed-memfd    send a large-data component whose memfd is not sealed
   port_peer.py sparse-memfd N    send a large-data component of N bytes: a sealed memfd
                                  made that size by ftruncate alone (all hole, costing us nothing)
+  port_peer.py long-memfd N      send a large-data component of N bytes: a sealed memfd of
+                                 2N whose first N (the announced range) are a hole and whose
+                                 last N are written
   port_peer.py opath-large       send a large-data component whose descriptor is O_PATH
   port_peer.py opath-checkin NAME  check in with an O_PATH descriptor as the reply port
 """
@@ -78,6 +81,17 @@ def main():
         size = int(sys.argv[2])
         fd = os.memfd_create("sparse", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
         os.ftruncate(fd, size)
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_WRITE | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
+        header = MAGIC + struct.pack("<BBHI", VERSION, 0, 1, 7)
+        table = struct.pack("<B3xI", 3, size)
+        socket.send_fds(right, [header + table], [fd])
+        return 0
+    if verb == "long-memfd":
+        import fcntl
+        size = int(sys.argv[2])
+        fd = os.memfd_create("long", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+        os.ftruncate(fd, 2 * size)
+        os.pwrite(fd, b"x" * size, size)
         fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_WRITE | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
         header = MAGIC + struct.pack("<BBHI", VERSION, 0, 1, 7)
         table = struct.pack("<B3xI", 3, size)

@@ -82,6 +82,31 @@ import PortTestSupport
         #expect(try service.waitForExit() == 0, "\(service.standardError)")
     }
 
+    /// A sealed memfd twice as long as its record announces, whose
+    /// announced first half is a hole and whose second half is written,
+    /// has as many bytes allocated as the announced length: it is refused
+    /// all the same (the announced range has a hole, portd-protocol(7),
+    /// "Large components"), that connection closed, the hole never read,
+    /// and the service goes on. It was delivered, and reading it grew the
+    /// sender's memfd from 1 to 2 MiB, charged to the receiver.
+    @Test func aLargeComponentWithAHoleInItsAnnouncedRangeIsRefused() throws {
+        let d = try DaemonProcess.started()
+        let svc = uniqueName("holes")
+        let service = try d.startPortctl(["listen", svc, "--exec", "cat >/dev/null"])
+        try service.waitForStandardError(containing: "listening on \(svc)")
+        let length = 1 << 20
+        let sender = try ChildProcess(
+            executable: "/usr/bin/python3",
+            arguments: [SourceTree.path("Tests/portctlTests/Fixtures/long_memfd_sender.py"), d.socketPath, svc, "\(length)"],
+            environment: ChildProcess.cleanEnvironment())
+        #expect(try sender.waitForExit() == 0, "\(sender.standardError)")
+        #expect(sender.standardOutput == "closed \(length) \(length)\n")
+        let after = try d.portctl(["request", svc, "--msgid", "1", "--data", "still served", "--raw"])
+        #expect(after.status == 0, "\(after.standardError)")
+        service.signal(SIGTERM)
+        _ = try service.waitForExit()
+    }
+
     @Test func requestAndReplyFromAShellService() throws {
         let d = try DaemonProcess.started()
         let svc = uniqueName("upper")

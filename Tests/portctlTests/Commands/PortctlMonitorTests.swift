@@ -5,7 +5,8 @@
 // next owner's when the first goes; nothing of
 // a port that is not monitorable (77); a monitor of another uid (setpriv)
 // refused by the owner's port (77); a stopped monitor neither slows the
-// owner nor misses copies without being told how many.
+// owner nor misses copies without being told how many; replies shown after
+// their requests, and --match's filters (msgid, uid, direction).
 
 import Foundation
 import Glibc
@@ -31,8 +32,8 @@ import PortTestSupport
         let d = try DaemonProcess.started()
         let svc = uniqueName("mon")
         let before = Self.nowMilliseconds()
-        // registered, two messages, released.
-        let monitor = try d.startPortctl(["monitor", svc, "--json", "--count", "4", "--max-bytes", "8"])
+        // registered, two messages, the request's (empty) reply, released.
+        let monitor = try d.startPortctl(["monitor", svc, "--json", "--count", "5", "--max-bytes", "8"])
         try monitor.waitForStandardError(containing: "monitoring \(svc)")
         let owner = try d.startPortctl(["listen", svc, "--monitorable", "--count", "2", "--quiet"])
         try monitor.waitForStandardError(containing: "monitoring the messages of \(svc)")
@@ -46,8 +47,8 @@ import PortTestSupport
         #expect(try monitor.waitForExit() == 0, "\(monitor.standardError)")
         let after = Self.nowMilliseconds()
         let records = try jsonLines(monitor.standardOutput)
-        try #require(records.count == 4, "\(monitor.standardOutput)")
-        #expect(records.map { $0["event"] as? String } == ["registered", "message", "message", "released"])
+        try #require(records.count == 5, "\(monitor.standardOutput)")
+        #expect(records.map { $0["event"] as? String } == ["registered", "message", "message", "reply", "released"])
         for r in records {
             let ms = try #require((r["time_ms"] as? NSNumber)?.uint64Value)
             #expect(ms >= before && ms <= after, "\(r)")
@@ -55,7 +56,7 @@ import PortTestSupport
             #expect(r["name"] as? String == svc)
         }
         #expect(int(records[0]["new"] as? [String: Any], "pid") == Int(owner.pid))
-        #expect(int(records[3]["old"] as? [String: Any], "pid") == Int(owner.pid))
+        #expect(int(records[4]["old"] as? [String: Any], "pid") == Int(owner.pid))
         let first = records[1]
         #expect(int(first, "msgid") == 5 && first["request"] as? Bool == false && int(first, "descriptors") == 0)
         #expect(int(first, "uid") == Int(getuid()) && int(first, "sequence") == 1)
@@ -72,6 +73,63 @@ import PortTestSupport
         let large = try #require((second["components"] as? [[String: Any]])?.first)
         #expect(int(large, "length") == 300_000 && large["truncated"] as? Bool == true)
         #expect(large["text"] as? String == "bbbbbbbb")
+        // listen without --exec answers a request with an empty reply: shown with its request's number.
+        let reply = records[3]
+        #expect(int(reply, "msgid") == 6 && int(reply, "answers") == 2 && int(reply, "pid") == int(second, "pid"), "\(reply)")
+        #expect((reply["components"] as? [Any])?.isEmpty == true)
+    }
+
+    @Test func repliesFollowTheirRequestsAndFiltersMatch() throws {
+        let d = try DaemonProcess.started()
+        let svc = uniqueName("conv")
+        func monitor(_ extra: [String]) throws -> ChildProcess {
+            let m = try d.startPortctl(["monitor", svc] + extra)
+            try m.waitForStandardError(containing: "monitoring \(svc)")
+            return m
+        }
+        // registered, request 1, its reply, message 3, request 2, its reply.
+        let all = try monitor(["--json", "--count", "6"])
+        let out = try monitor(["--json", "--count", "3", "--match", "direction=out"])
+        let two = try monitor(["--count", "3", "--match", "msgid=2", "--match", "msgid=7"])
+        let nobody = try monitor(["--count", "2", "--match", "uid=\(getuid() + 1)", "--match", "direction=in"])
+        let owner = try d.startPortctl(["listen", svc, "--monitorable", "--count", "3", "--exec", "tr a-z A-Z"])
+        for m in [all, out, two, nobody] { try m.waitForStandardError(containing: "monitoring the messages of \(svc)") }
+        #expect(try d.portctl(["request", svc, "--msgid", "1", "--data", "hello"]).standardOutput == "\"HELLO\"\n")
+        #expect(try d.portctl(["send", svc, "--msgid", "3", "--data", "oneway"]).status == 0)
+        #expect(try d.portctl(["request", svc, "--msgid", "2", "--data", "world"]).standardOutput == "\"WORLD\"\n")
+        #expect(try owner.waitForExit() == 0, "\(owner.standardError)")
+        for m in [all, out, two, nobody] { #expect(try m.waitForExit() == 0, "\(m.standardError)") }
+
+        let records = try jsonLines(all.standardOutput)
+        #expect(records.map { $0["event"] as? String } == ["registered", "message", "reply", "message", "message", "reply"])
+        func text(_ r: [String: Any]) -> String? { (r["components"] as? [[String: Any]])?.first?["text"] as? String }
+        #expect(records.map(text) == [nil, "hello", "HELLO", "oneway", "world", "WORLD"])
+        #expect(int(records[1], "sequence") == 1 && int(records[2], "answers") == 1)
+        #expect(int(records[4], "sequence") == 3 && int(records[5], "answers") == 3)
+        #expect(int(records[2], "pid") == int(records[1], "pid") && int(records[5], "pid") == int(records[4], "pid"))
+        #expect(int(records[2], "uid") == Int(getuid()))
+
+        let replies = try jsonLines(out.standardOutput)
+        #expect(replies.map { $0["event"] as? String } == ["registered", "reply", "reply"])
+        #expect(replies.dropFirst().map(text) == ["HELLO", "WORLD"])
+
+        let all2 = two.standardOutput.split(separator: "\n").map(String.init)
+        let lines = all2.filter { !$0.hasPrefix("  ") }.map { String($0.drop { $0 != "U" }.dropFirst(4)) }
+        let requester = try #require(int(records[4], "pid"))
+        #expect(lines == [
+            "registered \(svc) new=\(owner.pid)/\(getuid())",
+            "message \(svc) msgid=2 from pid=\(requester) uid=\(getuid()) gid=\(getgid()) (request #3)",
+            "reply \(svc) msgid=2 to pid=\(requester) uid=\(getuid()) gid=\(getgid()) (request #3)",
+        ], "\(two.standardOutput)")
+        #expect(all2.filter { $0.hasPrefix("  ") } == [#"  "world""#, #"  "WORLD""#])
+
+        // Nothing matched uid+1: the owner changes only.
+        let changes = nobody.standardOutput.split(separator: "\n").map { String($0.drop { $0 != "U" }.dropFirst(4)) }
+        #expect(changes == ["registered \(svc) new=\(owner.pid)/\(getuid())", "released \(svc) old=\(owner.pid)/\(getuid())"])
+
+        // A bad --match is a usage error naming the key.
+        let bad = try d.portctl(["monitor", svc, "--match", "sender=1"])
+        #expect(bad.status == 64 && bad.standardError.contains("--match: unknown key 'sender'"), "\(bad.standardError)")
     }
 
     @Test func ownerChangesAndMessagesInText() throws {

@@ -100,6 +100,12 @@ import PortTestSupport
         #expect(events[0]["old"] is NSNull)
         #expect(events[1]["event"] as? String == "released")
         #expect(int(events[1]["old"] as? [String: Any], "pid") == Int(owner.pid))
+        // Stamped as monitor's records are: the time as text and in Unix milliseconds.
+        let now = Int(Date().timeIntervalSince1970 * 1000)
+        for e in events {
+            #expect((int(e, "time_ms") ?? 0) > now - 60_000 && (int(e, "time_ms") ?? 0) <= now, "\(e)")
+            #expect((e["time"] as? String)?.hasSuffix(" UTC") == true, "\(e)")
+        }
         // A new owner can take the name.
         guard case .registered = try d.client().register(svc) else {
             Issue.record("the name was not free after kill -9")
@@ -120,10 +126,13 @@ import PortTestSupport
         #expect(try second.waitForExit() == 0, "\(second.standardError)")
         #expect((try jsonObject(second.standardOutput)["components"] as? [[String: Any]])?.first?["text"] as? String == "to the new owner")
         #expect(try watcher.waitForExit() == 0)
-        #expect(watcher.standardOutput.split(separator: "\n") == [
+        // Each line starts with the UTC time it was received, as monitor's do.
+        let lines = watcher.standardOutput.split(separator: "\n").map(String.init)
+        #expect(lines.map { String($0.drop { $0 != "U" }.dropFirst(4)) } == [
             "registered \(svc) new=\(first.pid)/\(getuid())",
             "replaced \(svc) old=\(first.pid)/\(getuid()) new=\(second.pid)/\(getuid())",
-        ])
+        ], "\(lines)")
+        for line in lines { #expect(line.wholeMatch(of: /\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} UTC .*/) != nil, "\(line)") }
         // portd tells the replaced owner (NAME_LOST): listen ends by itself.
         #expect(try first.waitForExit() == 74)
         #expect(first.standardError.contains("\(svc) was taken over by pid \(second.pid) uid \(getuid())"), "\(first.standardError)")
@@ -172,7 +181,9 @@ import PortTestSupport
         let client = try d.client()
         _ = try client.register(svc)
         #expect(try watcher.waitForExit() == 0)
-        #expect(watcher.standardOutput == "registered \(svc) new=\(getpid())/\(getuid())\n")
+        let line = watcher.standardOutput
+        #expect(line.hasSuffix(" UTC registered \(svc) new=\(getpid())/\(getuid())\n"), "\(line)")
+        #expect(line.prefixMatch(of: #/\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} UTC /#) != nil, "\(line)")
     }
 
     @Test func listLookupWithAQueueAndStatus() throws {
@@ -287,14 +298,15 @@ import PortTestSupport
         }
     }
 
-    /// The per-user fallback /tmp/portd-$UID is used only when private
-    /// (portctl(1), ENVIRONMENT); open to others, it is refused with 77.
-    /// As a uid of the test's own, so that its /tmp/portd-$UID is the
-    /// test's: no one else's portd lives there.
-    @Test func aFallbackDirectoryOpenToOthersExits77() throws {
+    /// Without XDG_RUNTIME_DIR the runtime directory /run/user/$UID is
+    /// used only when private (portctl(1), ENVIRONMENT); open to others,
+    /// it is refused with 77. As a uid of the test's own, so that its
+    /// /run/user/$UID is the test's: no one else's portd lives there.
+    @Test func aRuntimeDirectoryOpenToOthersExits77() throws {
         try #require(getuid() == 0, "this test drops privileges with setpriv: run as root")
         let uid = 3_000_000_000 + UInt32(getpid())
-        let dir = "/tmp/portd-\(uid)"
+        let dir = "/run/user/\(uid)"
+        _ = mkdir("/run/user", 0o755)
         rmdir(dir)
         try #require(mkdir(dir, 0o755) == 0 && chown(dir, uid, uid) == 0 && chmod(dir, 0o755) == 0)
         defer { rmdir(dir) }

@@ -434,6 +434,51 @@ private func write(_ text: String, to path: String) throws {
         #expect(!FileManager.default.fileExists(atPath: socket), "nothing is bound")
     }
 
+    /// Every error of a file, syntax and meaning, each once and in order;
+    /// Exec= naming no executable file is one (systemd-analyze verify's
+    /// check of ExecStart=), while an executable one and a script without
+    /// its x bit are told apart. The assignments of a bad section header
+    /// are nobody's: no "unknown key" for them.
+    @Test func everyErrorOfAFileIsReported() throws {
+        let dir = try TemporaryDirectory()
+        let main = dir.appending("portd.conf")
+        let script = dir.appending("not-executable.sh")
+        try "#!/bin/sh\n".write(toFile: script, atomically: true, encoding: .utf8)
+        try [
+            "[Limits]",  // 1
+            "MaxClients=lots",  // 2: meaning
+            "this is not a line",  // 3: syntax
+            "[Port",  // 4: syntax, and its assignments are nobody's
+            "Bogus=1",  // 5
+            "[Port]",  // 6
+            "Name=org.example.missing",  // 7
+            "Exec=/nonexistent/bin --serve",  // 8: not executable
+            "[Port]",  // 9
+            "Name=org.example.script",  // 10
+            "Exec=\(script)",  // 11: not executable
+            "[Port]",  // 12
+            "Name=org.example.good",  // 13
+            "Exec=/bin/cat",  // 14: good
+            "[Policy]",  // 15
+            "DefaultLookUp=maybe",  // 16: meaning
+        ].joined(separator: "\n").write(toFile: main, atomically: true, encoding: .utf8)
+        let r = try runPortd(["--config", main, "--check-config"])
+        #expect(r.status == 1)
+        let lines = r.standardError.split(separator: "\n").map(String.init)
+        #expect(lines.map { $0.split(separator: ":").dropFirst(2).first.map(String.init) } == ["3", "4", "2", "8", "11", "16"], "\(r.standardError)")
+        #expect(lines.count == 6)
+        #expect(lines.contains("portd: \(main):8: Exec= program '/nonexistent/bin' is not executable: no such file"))
+        #expect(lines.contains("portd: \(main):11: Exec= program '\(script)' is not executable: not an executable file"))
+        #expect(r.standardOutput.isEmpty)
+
+        // portd itself still starts with a missing Exec= program (it may
+        // come later), but not with the other errors.
+        try "[Port]\nName=org.example.missing\nExec=/nonexistent/bin\n".write(toFile: main, atomically: true, encoding: .utf8)
+        #expect(try runPortd(["--config", main, "--check-config"]).status == 1)
+        let d = try DaemonProcess.started(arguments: ["--config", main])
+        #expect(try d.portctl(["lookup", "org.example.missing"]).status == 0)
+    }
+
     @Test func aGoodConfigurationSaysWhatItRead() throws {
         let dir = try TemporaryDirectory()
         let main = dir.appending("portd.conf")

@@ -115,6 +115,11 @@ private let generous = PortLimits(maxRecordSize: 196608, maxComponents: 4096, ma
             (MessageID.register, ["serial=20", "name=a", "option=please"], 20),  // unknown option
             (MessageID.watch, ["serial=21"], 21),  // WATCH without a reply port
             (MessageID.status, ["serial=22"] + (1...16).map { "x\($0)=1" }, 22),  // 17 fields
+            // A value is text without NUL: these are not fields (they were invalid-name).
+            (MessageID.lookup, ["serial=30", "name=org.example\u{0}x"], 30),
+            (MessageID.register, ["serial=31", "name=org.example.nul\u{0}"], 31),
+            (MessageID.lookup, ["serial=32", "name=org.example.x", "wait_ms=5\u{0}"], 32),
+            (MessageID.register, ["serial=33", "name=org.example.x", "option=do-not-queue\u{0}"], 33),
         ]
         for (msgid, texts, serial) in badRequests {
             let reply = try #require(try c.raw(msgid, texts), "\(texts)")

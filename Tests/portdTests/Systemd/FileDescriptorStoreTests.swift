@@ -18,6 +18,9 @@ import PortTestSupport
 @testable import PortDaemon
 
 @Suite struct FileDescriptorStoreTests {
+    /// What a service manager with FileDescriptorStoreMax= exports (systemd 254 and later).
+    private let withStore = ["FDSTORE": "16"]
+
     /// A portd.conf declaring `names`, check-in for this uid.
     private func writeConfiguration(_ path: String, declaring names: [String]) throws {
         let text = names.map { "[Port]\nName=\($0)\nCheckInUser=\(getuid())\n" }.joined(separator: "\n")
@@ -35,7 +38,7 @@ import PortTestSupport
         try writeConfiguration(config, declaring: ["svc.spool"])
         let socket = dir.appending("portd.sock")
 
-        let first = try DaemonProcess.started(socket: socket, arguments: ["--config", config])
+        let first = try DaemonProcess.started(socket: socket, arguments: ["--config", config], environment: withStore)
         #expect(first.notify.store.keys.sorted() == ["port/svc.spool"], "stored before READY=1")
         let client = try NameClient(socket: socket)
         let found = try client.lookUp("svc.spool")
@@ -53,7 +56,7 @@ import PortTestSupport
         right.invalidate()
 
         let second = try DaemonProcess.started(
-            socket: socket, arguments: ["--config", config], passing: first.notify.takeStore())
+            socket: socket, arguments: ["--config", config], environment: withStore, passing: first.notify.takeStore())
         try second.child.waitForStandardError(containing: "socket restored from the file-descriptor store")
         #expect(second.notify.store.keys.sorted() == ["port/svc.spool"], "stored again")
         #expect(try portFiles(socket) == files, "the same socket file, no new one")
@@ -77,7 +80,7 @@ import PortTestSupport
         let config = dir.appending("portd.conf")
         try writeConfiguration(config, declaring: ["svc.kept", "svc.gone"])
         let socket = dir.appending("portd.sock")
-        let first = try DaemonProcess.started(socket: socket, arguments: ["--config", config])
+        let first = try DaemonProcess.started(socket: socket, arguments: ["--config", config], environment: withStore)
         #expect(first.notify.store.keys.sorted() == ["port/svc.gone", "port/svc.kept"])
         #expect(try first.stop() == 0)
         #expect(try portFiles(socket).count == 2)
@@ -97,7 +100,8 @@ import PortTestSupport
         store = [("port/svc.kept", impostor.take())] + store + [("port/svc.foreign", foreign.take())]
         defer { store.forEach { close($0.fd) } }
 
-        let second = try DaemonProcess.started(socket: socket, arguments: ["--config", config], passing: store)
+        let second = try DaemonProcess.started(
+            socket: socket, arguments: ["--config", config], environment: withStore, passing: store)
         #expect(second.notify.received.contains("FDSTOREREMOVE=1\nFDNAME=port/svc.gone"), "\(second.notify.received)")
         #expect(second.notify.received.contains("FDSTOREREMOVE=1\nFDNAME=port/svc.kept"), "the impostor is cleared from the store")
         #expect(second.notify.store.keys.sorted() == ["port/svc.kept"])
@@ -117,7 +121,8 @@ import PortTestSupport
         let dir = try TemporaryDirectory()
         let config = dir.appending("portd.conf")
         try writeConfiguration(config, declaring: ["svc.old"])
-        let daemon = try DaemonProcess.started(socket: dir.appending("portd.sock"), arguments: ["--config", config])
+        let daemon = try DaemonProcess.started(
+            socket: dir.appending("portd.sock"), arguments: ["--config", config], environment: withStore)
         let client = try NameClient(socket: daemon.socketPath)
         // A name a client owns is not taken over by a declaration.
         let owned = try client.register("svc.taken")

@@ -136,10 +136,10 @@ private func listeningSocket(in dir: TemporaryDirectory, _ name: String) throws 
         let dir = try TemporaryDirectory()
         let spooler = try listeningSocket(in: dir, "spooler.sock")
         let notes = try listeningSocket(in: dir, "notes.sock")
-        try withEnvironment(["NOTIFY_SOCKET": receiver.address]) {
+        try withEnvironment(["NOTIFY_SOCKET": receiver.address, "FDSTORE": "8"]) {
             let notifier = SystemdNotifier()
-            let storedSpooler = try notifier.storeDeclaredPort(named: "org.example.spooler", fileDescriptor: spooler.fd.descriptor)
-            let storedNotes = try notifier.storeDeclaredPort(named: "me.notes", fileDescriptor: notes.fd.descriptor)
+            let storedSpooler = try notifier.storeDeclaredPort(named: "org.example.spooler", fileDescriptor: spooler.fd)
+            let storedNotes = try notifier.storeDeclaredPort(named: "me.notes", fileDescriptor: notes.fd)
             #expect(storedSpooler && storedNotes)
 
             for (port, socket) in [("org.example.spooler", spooler), ("me.notes", notes)] {
@@ -189,9 +189,8 @@ private func listeningSocket(in dir: TemporaryDirectory, _ name: String) throws 
         try withEnvironment(["NOTIFY_SOCKET": nil]) {
             let notifier = SystemdNotifier()
             #expect(!notifier.isEnabled)
-            let stored = try StandardStream.input.withDescriptor { (input) throws(SystemCallError) in
-                try notifier.storeDeclaredPort(named: "a", fileDescriptor: input)
-            }
+            let socket = SharedDescriptor(try LocalSocket.make(.seqPacket))
+            let stored = try notifier.storeDeclaredPort(named: "a", fileDescriptor: socket)
             let told = try notifier.status(SystemdStatus(socketPath: "/x"))
             #expect(!stored && !told)
             var errors = 0
