@@ -96,6 +96,11 @@ public final class Bridge: @unchecked Sendable {
     /// Counters for STATUS and the log.
     var lostInFlight = 0
     var refused = 0
+    /// What peers on NATS can cause is logged at most RefusalLog.burst
+    /// lines a second, the rest counted: refused messages, and libnats's
+    /// asynchronous errors (a slow consumer, a lost heartbeat).
+    var refusalLog: RefusalLog
+    var natsErrorLog: RefusalLog
 
     public init(configuration: BridgeConfiguration, names: PortNameServer, loop: PCRunLoop, logger: Logger) {
         self.configuration = configuration
@@ -103,6 +108,8 @@ public final class Bridge: @unchecked Sendable {
         self.loop = loop
         self.logger = logger
         self.hostName = (try? CurrentProcess.hostName()) ?? configuration.bridgeID
+        refusalLog = RefusalLog(logger: logger, clock: loop.clock, what: "refused messages")
+        natsErrorLog = RefusalLog(logger: logger, clock: loop.clock, what: "NATS errors")
         var random: UInt64 = 0
         for _ in 0..<2 { random = random << 32 | UInt64(UInt32.random(in: 0...UInt32.max)) }
         inboxPrefix = "_INBOX.\(configuration.bridgeID).\(String(random, radix: 36))."
@@ -122,7 +129,7 @@ public final class Bridge: @unchecked Sendable {
             connected: { [self] in loop.perform { self.natsConnected() } },
             disconnected: { [self] in loop.perform { self.natsDisconnected() } },
             closed: {},
-            error: { [logger] text in logger.warning("nats: \(text)") })
+            error: { [self] text in loop.perform { self.natsErrorLog.log("nats: \(text)", [:], level: .warning) } })
         let connection = try NatsConnection(settings: configuration.nats, loop: loop, events: events)
         nats = connection
         registry = NatsRegistry(

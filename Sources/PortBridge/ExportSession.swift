@@ -273,6 +273,6 @@ extension Bridge {
     static let unknownOrigin = MessageOrigin(host: "nats-client")
 
     func logRefusal(_ name: String, _ m: NatsMessage, _ refusal: BridgeRefusal) {
-        logger.warning("refused a message for \(name): \(refusal)", metadata: ["origin": "\(m.origin ?? "-")"])
+        refusalLog.log("refused a message for \(name): \(refusal)", ["origin": "\(m.origin ?? "-")"], level: .warning)
     }
 }

@@ -119,9 +119,9 @@ extension Bridge {
                 maxBytes: maxPayload - BridgeRecord.headerRoom)
         } catch {
             refused += 1
-            logger.warning(
+            refusalLog.log(
                 "closing a connection to the imported \(name): \(error)",
-                metadata: ["pid": "\(message.sender?.pid ?? 0)", "uid": "\(message.sender?.uid ?? 0)"])
+                ["pid": "\(message.sender?.pid ?? 0)", "uid": "\(message.sender?.uid ?? 0)"], level: .warning)
             closeImportSession(session.id, why: error.text)
             return
         }

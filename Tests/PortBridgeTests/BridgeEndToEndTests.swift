@@ -135,6 +135,45 @@ func waitUntilThere(_ name: String, in host: BridgeHost, timeout: Int = 15) thro
         try listener.waitForStandardOutput(containing: "origin \"host=host-b; uid=\(getuid()); gid=")
     }
 
+    @Test func aStoppedOwnerHoldsTheFarSenderBackAndNothingIsLost() throws {
+        let hosts = try TwoHosts()
+        let listener = try hosts.a.startPortctl(["listen", Self.name])
+        defer { listener.killAndReap() }
+        try waitUntilThere(Self.name, in: hosts.b)
+        let client = try hosts.b.daemon.client()
+        defer { client.invalidate() }
+        let right = try #require(try client.lookup(Self.name))
+        #expect(try right.send(PCPortMessage(msgid: 1, strings: ["m0"]), timeout: .seconds(10)) == .sent)
+        try listener.waitForStandardOutput(containing: "\"m0\"")
+
+        // The owner stops reading: its queue fills, bridge A stops
+        // acknowledging, bridge B's window fills and it stops reading the
+        // sender, whose queue fills: the sender is held back, end to end.
+        listener.signal(SIGSTOP)
+        var sent = 1
+        var heldBack = false
+        while sent < 20_000 {
+            let r = try right.send(PCPortMessage(msgid: 1, strings: ["m\(sent)"]), timeout: .milliseconds(500))
+            if r == .timedOut {
+                heldBack = true
+                break
+            }
+            #expect(r == .sent)
+            sent += 1
+        }
+        #expect(heldBack, "\(sent) messages sent without being held back")
+        listener.signal(SIGCONT)
+        // Every message acknowledged locally arrives, once, in order.
+        try listener.waitForStandardOutput(containing: "\"m\(sent - 1)\"", timeout: .seconds(30))
+        listener.signal(SIGTERM)
+        _ = try listener.waitForExit()
+        let seen = listener.standardOutput.split(separator: "\n").compactMap { line -> Int? in
+            guard let r = line.range(of: "\"m") else { return nil }
+            return Int(line[r.upperBound...].prefix { $0.isNumber })
+        }
+        #expect(seen == Array(0..<sent), "\(seen.count) of \(sent) seen")
+    }
+
     @Test func malformedAndUnexportedNatsRequestsGetErrorReplies() throws {
         let hosts = try TwoHosts()
         let listener = try hosts.a.startPortctl(["listen", Self.name, "--exec", "cat"])
@@ -265,5 +304,51 @@ func waitUntilThere(_ name: String, in host: BridgeHost, timeout: Int = 15) thro
             ok = try hosts.b.portctl(["request", Self.name, "--msgid", "1", "--data", "after", "--timeout", "3"]).standardOutput == "\"after\"\n"
         }
         #expect(ok, "\(hosts.b.bridgeLog)")
+    }
+}
+
+@Suite(.serialized) struct BridgeServiceTests {
+    @Test func checkConfigNamesEveryErrorAndPassesAGoodFile() throws {
+        let dir = try TemporaryDirectory()
+        let bad = dir.appending("bad.conf")
+        try "[NATS]\nURL=http://x\nLeaseTime=5ms\n[Export]\nPattern=a/b\n".write(toFile: bad, atomically: true, encoding: .utf8)
+        let child = try ChildProcess(executable: try Binaries.portdBridge, arguments: ["--check-config", "--config", bad])
+        #expect(try child.waitForExit() == 78)
+        let errors = child.standardError.split(separator: "\n")
+        #expect(errors.count == 3, "\(child.standardError)")
+        #expect(errors.first?.hasPrefix("portd-bridge: \(bad):2: ") == true)
+        let good = dir.appending("good.conf")
+        try "[NATS]\nURL=nats://127.0.0.1:4222\n[Export]\nPattern=org.example.*\n".write(toFile: good, atomically: true, encoding: .utf8)
+        let ok = try ChildProcess(executable: try Binaries.portdBridge, arguments: ["--check-config", "--config", good])
+        #expect(try ok.waitForExit() == 0)
+        #expect(ok.standardOutput == "portd-bridge: the configuration is good: \(good)\n")
+        let missing = try ChildProcess(
+            executable: try Binaries.portdBridge, arguments: ["--check-config", "--config", dir.appending("none.conf")])
+        #expect(try missing.waitForExit() == 78)
+    }
+
+    @Test func sighupExportsWhatTheNewFileSaysAndWithdrawsTheRest() throws {
+        let nats = try NatsTopology(leaves: 2)
+        let a = try BridgeHost(id: "host-a", url: nats.leaves[0].url, export: ["org.example.*"])
+        let b = try BridgeHost(id: "host-b", url: nats.leaves[1].url, import: ["org.*"])
+        let one = try a.startPortctl(["listen", "org.example.one", "--exec", "cat"])
+        defer { one.killAndReap() }
+        let two = try a.startPortctl(["listen", "org.other.two", "--exec", "cat"])
+        defer { two.killAndReap() }
+        try waitUntilThere("org.example.one", in: b)
+        #expect(try b.portctl(["lookup", "org.other.two"]).status == 67)
+
+        // Export org.other.* instead: two comes, one goes.
+        let text = try String(contentsOfFile: a.configPath, encoding: .utf8)
+            .replacingOccurrences(of: "Pattern=org.example.*", with: "Pattern=org.other.*")
+        try text.write(toFile: a.configPath, atomically: true, encoding: .utf8)
+        a.bridge?.signal(SIGHUP)
+        try waitUntilThere("org.other.two", in: b)
+        try waitUntilGone("org.example.one", in: b.daemon)
+        let r = try b.portctl(["request", "org.other.two", "--msgid", "1", "--data", "reloaded", "--timeout", "10"])
+        #expect(r.standardOutput == "\"reloaded\"\n", "\(r.standardError)")
+        // A clean stop withdraws every export at once (no lease to wait for).
+        #expect(try a.stopBridge() == 0)
+        try waitUntilGone("org.other.two", in: b.daemon, timeout: .seconds(2))
     }
 }

@@ -18,9 +18,9 @@
 import Logging
 import PortCore
 
-struct RefusalLog {
+package struct RefusalLog {
     /// The most lines a second.
-    static let burst = 20
+    package static let burst = 20
 
     private let logger: Logger
     private let clock: any RunLoopClock
@@ -29,7 +29,7 @@ struct RefusalLog {
     private let what: String
     private var window: (start: MonotonicInstant, logged: Int, suppressed: Int)
 
-    init(logger: Logger, clock: any RunLoopClock, burst: Int = RefusalLog.burst, what: String = "refusal lines") {
+    package init(logger: Logger, clock: any RunLoopClock, burst: Int = RefusalLog.burst, what: String = "refusal lines") {
         self.logger = logger
         self.clock = clock
         self.burst = burst
@@ -41,7 +41,7 @@ struct RefusalLog {
     /// The line and its metadata are made only when it is logged (a
     /// refused request built both, a dictionary of formatted strings, for
     /// each refusal of a flood, most of them not logged).
-    mutating func log(
+    package mutating func log(
         _ line: @autoclosure () -> String, _ metadata: @autoclosure () -> Logger.Metadata, level: Logger.Level = .notice
     ) {
         guard level >= logger.logLevel else { return }
