@@ -16,10 +16,20 @@ package final class BridgeHost {
     private(set) var notify: NotifySocket?
     package let configPath: String
 
+    /// Prepended to the bridge's command line (`ip netns exec NS`: a
+    /// command that execs it). A bridge in another network namespace
+    /// cannot reach the test's notify socket (an abstract address, which
+    /// belongs to a namespace): it is ready when it says it is bridging.
+    package let launcher: [String]
+
     /// A portd, and a bridge named `id` on NATS `url` that exports and
     /// imports the patterns given; `extra` lines go to the [NATS] section.
-    package init(id: String, url: String, export: [String] = [], import imports: [String] = [], extra: [String] = []) throws {
+    package init(
+        id: String, url: String, export: [String] = [], import imports: [String] = [], extra: [String] = [],
+        launcher: [String] = []
+    ) throws {
         self.id = id
+        self.launcher = launcher
         daemon = try DaemonProcess.started()
         directory = try TemporaryDirectory()
         configPath = directory.appending("bridge.conf")
@@ -34,13 +44,19 @@ package final class BridgeHost {
     /// Starts (or starts again) the bridge and waits for its READY=1.
     package func startBridge() throws {
         let notify = try NotifySocket()
+        let command = launcher + [try Binaries.portdBridge, "--config", configPath, "--socket", daemon.socketPath]
+        var environment = ["PORTD_LOG_LEVEL": "debug"]
+        if launcher.isEmpty { environment["NOTIFY_SOCKET"] = notify.address }
         let child = try ChildProcess(
-            executable: try Binaries.portdBridge, arguments: ["--config", configPath, "--socket", daemon.socketPath],
-            environment: ChildProcess.cleanEnvironment(["NOTIFY_SOCKET": notify.address, "PORTD_LOG_LEVEL": "debug"]),
-            collectingStandardError: true)
+            executable: command[0], arguments: Array(command.dropFirst()),
+            environment: ChildProcess.cleanEnvironment(environment), collectingStandardError: true)
         self.notify = notify
         bridge = child
-        _ = try notify.waitFor("READY=1", from: child)
+        if launcher.isEmpty {
+            _ = try notify.waitFor("READY=1", from: child)
+        } else {
+            try child.waitForStandardError(containing: "portd-bridge: info: bridging ")
+        }
     }
 
     /// Sends `signal` to the bridge and waits for its exit status.
