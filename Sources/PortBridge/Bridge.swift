@@ -92,6 +92,10 @@ public final class Bridge: @unchecked Sendable {
     var nextToken: UInt64 = 1
     var nextSession: UInt64 = 1
     private var timers: [PCTimer] = []
+    /// portd states the feature `remote` (REGISTER's remote=).
+    lazy var portdTakesRemote: Bool = {
+        (try? names.daemonHello().features.contains(NameServerProtocol.Feature.remote.rawValue)) ?? false
+    }()
 
     /// Counters for STATUS and the log.
     var lostInFlight = 0

@@ -59,7 +59,7 @@ extension Bridge {
         guard exported[name] == nil else { return }  // a local owner shadows it
         let outcome: RegistrationOutcome
         do {
-            outcome = try names.register(name, options: [.doNotQueue])
+            outcome = try names.register(name, options: [.doNotQueue], remote: remoteHosts(name))
         } catch {
             logger.error("cannot import \(name): \(error)")
             return
@@ -90,6 +90,14 @@ extension Bridge {
         case .queued:
             break
         }
+    }
+
+    /// The hosts exporting `name` now, for REGISTER's `remote=` (nil when
+    /// this portd does not take it: an older one).
+    private func remoteHosts(_ name: String) -> String? {
+        guard portdTakesRemote else { return nil }
+        let hosts = (remote[name] ?? [:]).keys.sorted()
+        return hosts.isEmpty ? nil : hosts.joined(separator: ",")
     }
 
     func releaseImport(_ name: String, why: String) {

@@ -392,8 +392,11 @@ public final class PortNameServer: Sendable {
     /// replaces (we registered with `.allowReplacement`) is reported on
     /// `loop`'s thread with the new owner (NAME_LOST); our port then
     /// receives nothing more from new senders.
+    /// `remote`: the host(s) the name is served for, for a bridge that
+    /// registers a name it imports (REGISTER's `remote=`, where portd
+    /// states the feature `remote`): LIST and OWNER show it.
     public func register(
-        _ name: String, options: RegistrationOptions = [], loop: PCRunLoop? = nil,
+        _ name: String, options: RegistrationOptions = [], loop: PCRunLoop? = nil, remote: String? = nil,
         onAcquire: (@Sendable (PCPort) -> Void)? = nil, onLost: ((NameOwner.Process) -> Void)? = nil
     ) throws(NameServerError) -> RegistrationOutcome {
         try Self.checkName(name)
@@ -434,7 +437,8 @@ public final class PortNameServer: Sendable {
         }
         let reply = try request(
             NameServerProtocol.MessageID.register,
-            [NameServerField(F.name, name)] + options.words.map { NameServerField(F.option, $0) }, what: "REGISTER \(name)",
+            [NameServerField(F.name, name)] + options.words.map { NameServerField(F.option, $0) }
+                + (remote.map { [NameServerField(F.remote, $0)] } ?? []), what: "REGISTER \(name)",
             replyPort: notifierRight)
         notifierRight = nil
         let result = reply.isError ? nil : reply.value(F.result).flatMap(NameServerProtocol.RegisterResult.init(rawValue:))

@@ -57,11 +57,16 @@ public struct NameOwner: Sendable, Hashable {
     public var isDeclared: Bool
     /// For a declared port: the pid of the service that last checked in.
     public var checkedInPID: Int32?
+    /// For a name a bridge imported: the host (or hosts) that export it,
+    /// as the registering client (the bridge) said; its owner is the
+    /// bridge. Nil for a local name.
+    public var remote: String?
 
     public init(
         name: String, owner: Process, sinceMilliseconds: UInt64, queued: [Process], queueLength: Int? = nil,
-        isDeclared: Bool = false, checkedInPID: Int32? = nil
+        isDeclared: Bool = false, checkedInPID: Int32? = nil, remote: String? = nil
     ) {
+        self.remote = remote
         self.name = name
         self.owner = owner
         self.sinceMilliseconds = sinceMilliseconds
@@ -71,11 +76,12 @@ public struct NameOwner: Sendable, Hashable {
         self.checkedInPID = checkedInPID
     }
 
-    /// "declared=1" and "checked_in=PID" where they apply.
+    /// "declared=1" and "checked_in=PID", and "remote=HOST", where they apply.
     var declaredFields: [NameServerField] {
         typealias F = NameServerProtocol.Field
-        guard isDeclared else { return [] }
-        return [.init(F.declared, 1)] + (checkedInPID.map { [NameServerField(F.checkedIn, $0)] } ?? [])
+        let remoteField = remote.map { [NameServerField(F.remote, $0)] } ?? []
+        guard isDeclared else { return remoteField }
+        return [.init(F.declared, 1)] + (checkedInPID.map { [NameServerField(F.checkedIn, $0)] } ?? []) + remoteField
     }
 
     /// Reads a successful OWNER reply.
@@ -92,7 +98,7 @@ public struct NameOwner: Sendable, Hashable {
             name: name, owner: try r.owner(F.owner, in: "the OWNER reply"),
             sinceMilliseconds: try r.integer(F.since, in: "the OWNER reply"), queued: queued,
             queueLength: try r.integer(F.queueLength, in: "the OWNER reply"), isDeclared: r.value(F.declared) == "1",
-            checkedInPID: r.value(F.checkedIn).flatMap { Int32($0) })
+            checkedInPID: r.value(F.checkedIn).flatMap { Int32($0) }, remote: r.value(F.remote))
     }
 }
 
@@ -107,11 +113,14 @@ public struct NameEntry: Sendable, Hashable {
     public var isDeclared: Bool
     /// For a declared port: the pid of the service that last checked in.
     public var checkedInPID: Int32?
+    /// For a name a bridge imported: the host(s) exporting it (`NameOwner.remote`).
+    public var remote: String?
 
     public init(
         name: String, owner: NameOwner.Process, sinceMilliseconds: UInt64, queuedCount: Int, isDeclared: Bool = false,
-        checkedInPID: Int32? = nil
+        checkedInPID: Int32? = nil, remote: String? = nil
     ) {
+        self.remote = remote
         self.name = name
         self.owner = owner
         self.sinceMilliseconds = sinceMilliseconds
@@ -133,6 +142,7 @@ public struct NameEntry: Sendable, Hashable {
             f.append(.init(F.declared, 1))
             if let checkedInPID { f.append(.init(F.checkedIn, checkedInPID)) }
         }
+        if let remote { f.append(.init(F.remote, remote)) }
         return f
     }
 
@@ -145,6 +155,6 @@ public struct NameEntry: Sendable, Hashable {
         self.init(
             name: name, owner: try r.owner(F.owner, in: what), sinceMilliseconds: try r.integer(F.since, in: what),
             queuedCount: try r.integer(F.queueLength, in: what), isDeclared: r.value(F.declared) == "1",
-            checkedInPID: r.value(F.checkedIn).flatMap { Int32($0) })
+            checkedInPID: r.value(F.checkedIn).flatMap { Int32($0) }, remote: r.value(F.remote))
     }
 }

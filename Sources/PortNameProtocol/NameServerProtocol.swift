@@ -117,6 +117,9 @@ public enum NameServerProtocol {
         case watch
         /// Declared ports and CHECKIN.
         case checkIn = "checkin"
+        /// REGISTER's "remote=" (the host a bridge imports a name from),
+        /// echoed by LIST and OWNER.
+        case remote
     }
 
     /// Keys of "key=value" fields, in requests, replies and events.
@@ -147,6 +150,9 @@ public enum NameServerProtocol {
         /// LIST and OWNER replies: "1" when another page follows, else "0".
         public static let more = "more"
         public static let since = "since_ms"
+        /// REGISTER, and LIST and OWNER replies: the host the name's
+        /// owner serves it for (a bridge's import: protocol 1.1).
+        public static let remote = "remote"
         /// How many clients wait for the name.
         public static let queueLength = "queue_length"
         /// OWNER: one queued client ("PID:UID:CLIENT") per field.

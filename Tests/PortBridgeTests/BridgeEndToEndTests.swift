@@ -55,6 +55,19 @@ func waitUntilThere(_ name: String, in host: BridgeHost, timeout: Int = 15) thro
         defer { listener.killAndReap() }
         try waitUntilThere(Self.name, in: hosts.b)
 
+        // Host B's list and lookup say the owner is bridge B, for host A.
+        let list = try hosts.b.portctl(["list"])
+        #expect(list.standardOutput.hasPrefix("NAME"), "\(list.standardOutput)")
+        #expect(list.standardOutput.split(separator: "\n").first?.hasSuffix("SERVICE  HOST") == true, "\(list.standardOutput)")
+        #expect(list.standardOutput.contains(" host-a\n"), "\(list.standardOutput)")
+        let json = try hosts.b.portctl(["list", "--json"])
+        #expect(json.standardOutput.contains("\"pid\":\(hosts.b.bridge!.pid),"), "\(json.standardOutput)")
+        #expect(json.standardOutput.contains("\"remote\":\"host-a\""), "\(json.standardOutput)")
+        let lookup = try hosts.b.portctl(["lookup", Self.name])
+        #expect(lookup.standardOutput.contains("remote:  exported by host-a, bridged by the owner"), "\(lookup.standardOutput)")
+        // Host A's own list has no HOST column: nothing there is remote.
+        #expect(try hosts.a.portctl(["list"]).standardOutput.split(separator: "\n").first?.hasSuffix("SERVICE") == true)
+
         // portctl request, from host B.
         for i in 0..<5 {
             let r = try hosts.b.portctl(["request", Self.name, "--msgid", "\(i + 1)", "--data", "hello \(i)", "--timeout", "10"])

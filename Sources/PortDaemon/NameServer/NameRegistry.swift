@@ -148,6 +148,9 @@ struct NameRegistry<Handles: NameRegistryHandles> {
         let ticket: UInt64
         /// What the name server hung on it (`register`, `updateOwner`).
         var handle: Handles.Owner
+        /// The host(s) the owner serves the name for, as it said when it
+        /// registered (a bridge's import, `remote=`); nil for a local name.
+        var remote: String? = nil
 
         /// The process as the protocol reports an owner.
         var process: NameOwner.Process { NameOwner.Process(pid: credentials.pid, uid: credentials.uid, client: client) }
@@ -421,6 +424,7 @@ struct NameRegistry<Handles: NameRegistryHandles> {
         let owner: NameOwner.Process
         let sinceMilliseconds: UInt64
         let queued: Int
+        let remote: String?
     }
 
     /// The owned names that sort after `after` (every one when nil), in
@@ -433,7 +437,7 @@ struct NameRegistry<Handles: NameRegistryHandles> {
             entries[name].map { entry in
                 Listed(
                     name: name, owner: entry.owner.process,
-                    sinceMilliseconds: entry.owner.sinceMilliseconds, queued: entry.queue.count)
+                    sinceMilliseconds: entry.owner.sinceMilliseconds, queued: entry.queue.count, remote: entry.owner.remote)
             }!
         }
     }
@@ -450,7 +454,7 @@ struct NameRegistry<Handles: NameRegistryHandles> {
         entries[name].map { entry in
             Listed(
                 name: name, owner: entry.owner.process, sinceMilliseconds: entry.owner.sinceMilliseconds,
-                queued: entry.queue.count)
+                queued: entry.queue.count, remote: entry.owner.remote)
         }
     }
 
@@ -699,7 +703,7 @@ struct NameRegistry<Handles: NameRegistryHandles> {
     /// (Unix ms) dates the registration.
     mutating func register(
         _ name: PortName, client: ClientID, credentials: Credentials, options: RegistrationOptions,
-        canQueue: Bool = true, now: UInt64, handle: Handles.Owner
+        canQueue: Bool = true, now: UInt64, handle: Handles.Owner, remote: String? = nil
     ) -> RegisterOutcome {
         // No copy of the client's record is held: a name is added in place
         // (`clients[client]!.names`), so its set is never copied (a copy
@@ -707,7 +711,7 @@ struct NameRegistry<Handles: NameRegistryHandles> {
         guard let uid = clients[client]?.uid else { preconditionFailure("admit client \(client) first") }
         let candidate = Ownership(
             client: client, credentials: credentials, sinceMilliseconds: now,
-            allowsReplacement: options.contains(.allowReplacement), ticket: takeID(), handle: handle)
+            allowsReplacement: options.contains(.allowReplacement), ticket: takeID(), handle: handle, remote: remote)
         guard var entry = entries[name] else {
             if clients[client]!.names.count >= limits.namesPerClient { return .limit(.namesPerClient(limits.namesPerClient)) }
             if Handles.holdsDescriptor(handle), let exceeded = descriptorQuota(uid: uid) { return .limit(exceeded) }

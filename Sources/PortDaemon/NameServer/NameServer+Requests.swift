@@ -31,7 +31,7 @@ extension NameServer {
     }
 
     func register(
-        _ name: PortName, _ options: RegistrationOptions, _ c: Context, notifyPort: SendRight?
+        _ name: PortName, _ options: RegistrationOptions, _ c: Context, notifyPort: SendRight?, remote: String? = nil
     ) -> PCPortMessage {
         if let refused = refusal(.register(name, declared: declared[name] != nil), c) { return refused }
         if let refused = fanoutRefusal(c) { return refused }
@@ -46,7 +46,7 @@ extension NameServer {
         }
         let outcome = registry.register(
             name, client: c.client, credentials: c.sender, options: options, canQueue: notifyPort != nil,
-            now: WallClock.unixMilliseconds(), handle: Handles.Owner(port: notifyPort, serial: c.serial))
+            now: WallClock.unixMilliseconds(), handle: Handles.Owner(port: notifyPort, serial: c.serial), remote: remote)
         guard case .registered(let change) = outcome else {
             directory.remove(socket.file)  // the socket closes on return
             switch outcome {
@@ -320,7 +320,8 @@ extension NameServer {
                     checkedInPID: d.lastCheckInPID)
             } else if let r = registry.listed(name) {
                 entry = NameEntry(
-                    name: r.name.value, owner: r.owner, sinceMilliseconds: r.sinceMilliseconds, queuedCount: r.queued)
+                    name: r.name.value, owner: r.owner, sinceMilliseconds: r.sinceMilliseconds, queuedCount: r.queued,
+                    remote: r.remote)
             } else {
                 continue
             }
@@ -411,7 +412,7 @@ extension NameServer {
         }
         let reported = NameOwner(
             name: name.value, owner: owner.process, sinceMilliseconds: owner.sinceMilliseconds, queued: page,
-            queueLength: queue.count)
+            queueLength: queue.count, remote: owner.remote)
         return reply(.owner(serial: c.serial, reported, more: index < queue.count))
     }
 

@@ -554,10 +554,10 @@ final class NameServer {
         switch request {
         case .status:
             return status(context)
-        case .register(let name, let options):
+        case .register(let name, let options, let remote):
             // Its turn was counted for whoever made the connection (`pace`).
             charge(Self.registerTurns - 1, to: connector?.uid)
-            return register(name, options, context, notifyPort: passedReplyPort)
+            return register(name, options, context, notifyPort: passedReplyPort, remote: remote)
         case .release(let name):
             return release(name, context)
         case .lookUp(let name, let wait):

@@ -16,7 +16,8 @@ import PortCore
 
 enum NameServerRequest: Equatable, Sendable {
     case status
-    case register(PortName, RegistrationOptions)
+    /// `remote`: the host(s) the name is served for (a bridge's import).
+    case register(PortName, RegistrationOptions, remote: String?)
     case release(PortName)
     /// `wait` nil: answer now.
     case lookUp(PortName, wait: Duration?)
@@ -58,7 +59,7 @@ enum NameServerRequest: Equatable, Sendable {
     var name: PortName? {
         switch self {
         case .status, .list, .hello: nil
-        case .register(let n, _), .release(let n), .lookUp(let n, _), .owner(let n, _), .checkIn(let n): n
+        case .register(let n, _, _), .release(let n), .lookUp(let n, _), .owner(let n, _), .checkIn(let n): n
         case .watch(let n): n
         }
     }
@@ -165,8 +166,12 @@ enum NameServerRequest: Equatable, Sendable {
             let f = try Fields(fields, verb: "LIST", once: [F.after])
             return .list(after: try f.single[F.after].map(validName))
         case MessageID.register:
-            let f = try Fields(fields, verb: "REGISTER", once: [F.name], many: [F.option])
+            let f = try Fields(fields, verb: "REGISTER", once: [F.name, F.remote], many: [F.option])
             let name = try validName(try f.required(F.name))
+            let remote = f.single[F.remote]
+            if let remote, !Self.isRemoteLabel(remote) {
+                throw .badRequest("remote=\(remote): 1 to 255 of A-Z a-z 0-9 . _ - and commas")
+            }
             var options: RegistrationOptions = []
             for word in f.multiple[F.option] ?? [] {
                 guard let option = RegistrationOptions(word: word) else {
@@ -174,7 +179,7 @@ enum NameServerRequest: Equatable, Sendable {
                 }
                 options.insert(option)
             }
-            return .register(name, options)
+            return .register(name, options, remote: remote)
         case MessageID.release:
             let f = try Fields(fields, verb: "RELEASE", once: [F.name])
             return .release(try validName(try f.required(F.name)))
@@ -299,5 +304,16 @@ enum NameServerRequest: Equatable, Sendable {
         } catch {
             throw .invalidName(error)
         }
+    }
+}
+
+extension NameServerRequest {
+    /// A REGISTER's `remote=`: host labels, as portd-bridge's IDs are,
+    /// separated by commas.
+    static func isRemoteLabel(_ s: String) -> Bool {
+        !s.isEmpty && s.utf8.count <= 255
+            && s.unicodeScalars.allSatisfy {
+                ("A"..."Z").contains($0) || ("a"..."z").contains($0) || ("0"..."9").contains($0) || ".-_,".unicodeScalars.contains($0)
+            }
     }
 }

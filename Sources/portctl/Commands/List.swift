@@ -1,7 +1,10 @@
 // List: `portctl list`: every registered name with its owner (LIST), as a
 // table for people or one JSON object per name. A declared port is owned by
 // portd; its SERVICE column (JSON "service_pid") is the pid of the service
-// that checked in for it last, "-" (null) before any did.
+// that checked in for it last, "-" (null) before any did. A name a bridge
+// imported from another host is owned by the bridge; its HOST column (JSON
+// "remote", null for a local name) names the host(s) that export it, and
+// appears only when some name has one.
 
 import ArgumentParser
 import PortCore
@@ -38,19 +41,24 @@ struct List: ParsableCommand {
                         ("queue_length", .integer(Int64(e.queuedCount))), ("client", .unsigned(e.owner.client)),
                         ("declared", .bool(e.isDeclared)),
                         ("service_pid", e.checkedInPID.map { .integer(Int64($0)) } ?? .null),
+                        ("remote", e.remote.map { .string($0) } ?? .null),
                     ]).text)
             }
             return
         }
-        let rows =
-            [["NAME", "PID", "UID", "SINCE", "QUEUED", "DECLARED", "SERVICE"]]
-            + entries.map {
-                [
-                    TextEscape.escape($0.name), String($0.owner.pid), String($0.owner.uid),
-                    Timestamp.utc(milliseconds: $0.sinceMilliseconds), String($0.queuedCount),
-                    $0.isDeclared ? "yes" : "-", $0.checkedInPID.map(String.init) ?? "-",
-                ]
-            }
+        let remote = entries.contains { $0.remote != nil }
+        var header = ["NAME", "PID", "UID", "SINCE", "QUEUED", "DECLARED", "SERVICE"]
+        if remote { header.append("HOST") }
+        var rows = [header]
+        for e in entries {
+            var row: [String] = [TextEscape.escape(e.name), String(e.owner.pid), String(e.owner.uid)]
+            row.append(Timestamp.utc(milliseconds: e.sinceMilliseconds))
+            row.append(String(e.queuedCount))
+            row.append(e.isDeclared ? "yes" : "-")
+            row.append(e.checkedInPID.map(String.init) ?? "-")
+            if remote { row.append(e.remote.map(TextEscape.escape) ?? "-") }
+            rows.append(row)
+        }
         try output.emit(Table.render(rows))
     }
 }

@@ -38,6 +38,7 @@ struct Lookup: ParsableCommand {
                 JSONObject([
                     ("name", .string(owner.name)), ("pid", .integer(Int64(owner.owner.pid))),
                     ("uid", .unsigned(UInt64(owner.owner.uid))), ("since_ms", .unsigned(owner.sinceMilliseconds)),
+                    ("remote", owner.remote.map { .string($0) } ?? .null),
                     (
                         "queued",
                         .array(
@@ -52,7 +53,7 @@ struct Lookup: ParsableCommand {
         try output.emit(
             """
             name:    \(owner.name)
-            owner:   pid \(owner.owner.pid) uid \(owner.owner.uid)
+            owner:   pid \(owner.owner.pid) uid \(owner.owner.uid)\(owner.remote.map { "\n" + "remote:  exported by \(TextEscape.escape($0)), bridged by the owner" } ?? "")
             since:   \(Timestamp.utc(milliseconds: owner.sinceMilliseconds))
             queued:  \(queued)
             """)
