@@ -75,6 +75,8 @@ public final class Bridge: @unchecked Sendable {
         var sessions: [UInt64: ImportSession] = [:]
     }
     var imported: [String: Imported] = [:]
+    /// Every open import session by its id (also in its name's `sessions`).
+    var importSessionsByID: [UInt64: ImportSession] = [:]
     /// Imports skipped because a local owner holds the name (logged once).
     var shadowed: Set<String> = []
 
@@ -232,12 +234,17 @@ public final class Bridge: @unchecked Sendable {
         nextToken += 1
         try nats.publish(subject, reply: inboxPrefix + String(token, radix: 36), headers: headers, payload: payload)
         pending[token] = PendingEntry(what: what, deadline: timeout.map { .now() + $0 })
+        switch what {
+        case .open(let sid), .record(let sid, _), .ping(let sid, false): importSessionsByID[sid]?.tokens.insert(token)
+        case .ping(_, true): break
+        }
     }
 
     private func inboxMessage(_ m: NatsMessage) {
         guard let dot = m.subject.lastIndex(of: "."), let token = UInt64(m.subject[m.subject.index(after: dot)...], radix: 36),
             let entry = pending.removeValue(forKey: token)
         else { return }  // a late answer to something given up
+        forgetToken(token, of: entry.what)
         switch entry.what {
         case .open(let sid): importOpened(sid, m)
         case .record(let sid, let reply): importAnswered(sid, reply, m)
@@ -252,12 +259,21 @@ public final class Bridge: @unchecked Sendable {
         }
     }
 
+    /// A request of an import session was answered or given up.
+    private func forgetToken(_ token: UInt64, of what: Pending) {
+        switch what {
+        case .open(let sid), .record(let sid, _), .ping(let sid, false): importSessionsByID[sid]?.tokens.remove(token)
+        case .ping(_, true): break
+        }
+    }
+
     /// Gives up what has waited past its deadline.
     private func sweepPending() {
         let now = MonotonicInstant.now()
         let expired = pending.filter { $0.value.deadline.map { $0 <= now } ?? false }
         for (token, entry) in expired {
             pending.removeValue(forKey: token)
+            forgetToken(token, of: entry.what)
             switch entry.what {
             case .open(let sid), .record(let sid, _):
                 closeImportSession(sid, why: "no answer within \(configuration.requestTimeout)")

@@ -36,6 +36,8 @@ final class ImportSession {
     var held = false
     var lastHeard = MonotonicInstant.now()
     var pinging = false
+    /// The tokens of its requests still pending in the bridge.
+    var tokens: Set<UInt64> = []
 
     init(id: UInt64, name: String, connection: UInt64) {
         self.id = id
@@ -118,6 +120,7 @@ extension Bridge {
             session = ImportSession(id: nextSession, name: name, connection: cid)
             nextSession += 1
             imported[name]?.sessions[cid] = session
+            importSessionsByID[session.id] = session
         }
         let request = message.expectsReply
         let bytes: [UInt8]
@@ -264,12 +267,7 @@ extension Bridge {
         }
     }
 
-    func importSession(_ sid: UInt64) -> ImportSession? {
-        for imp in imported.values {
-            for s in imp.sessions.values where s.id == sid { return s }
-        }
-        return nil
-    }
+    func importSession(_ sid: UInt64) -> ImportSession? { importSessionsByID[sid] }
 
     /// Closes the local connection of session `sid` (its holders see the
     /// port invalidated) and tells the exporter.
@@ -281,29 +279,31 @@ extension Bridge {
     }
 
     private func endImportSession(_ session: ImportSession, why: String) {
+        importSessionsByID.removeValue(forKey: session.id)
         if case .open(let subject) = session.state {
             try? nats?.publish(subject, headers: [BridgeHeader.session: "close"])
         }
         session.state = .closed
-        let lost = pending.filter {
-            switch $0.value.what {
-            case .open(let sid), .record(let sid, _), .ping(let sid, false): sid == session.id
-            default: false
+        var lost = 0
+        for token in session.tokens {
+            guard let entry = pending.removeValue(forKey: token) else { continue }
+            switch entry.what {
+            case .record(_, let reply?): reply.invalidate()
+            case .record(_, nil), .open: lost += 1
+            case .ping: break
             }
         }
-        for (token, entry) in lost {
-            pending.removeValue(forKey: token)
-            if case .record(_, let reply?) = entry.what { reply.invalidate() }
-            if case .record(_, nil) = entry.what { lostInFlight += 1 }
-            if case .open = entry.what { lostInFlight += 1 }
-        }
-        if !lost.isEmpty || !session.waiting.isEmpty {
+        session.tokens = []
+        lostInFlight += lost
+        let waiting = max(session.waiting.count - 1, 0)
+        if lost + waiting > 0 {
             logger.warning(
                 "session \(session.id) to \(session.name) closed with messages in flight: \(why)",
-                metadata: ["in-flight": "\(lost.count + max(session.waiting.count - 1, 0))"])
+                metadata: ["in-flight": "\(lost + waiting)"])
         } else {
             logger.debug("session \(session.id) to \(session.name) closed: \(why)")
         }
+        lostInFlight += waiting
         session.waiting = []
     }
 
