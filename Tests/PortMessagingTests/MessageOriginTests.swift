@@ -67,3 +67,55 @@ import PortWire
         #expect(messages[3].origin?.uid == 1000)
     }
 }
+
+/// `SendRight.request(_:on:completion:)`: a request that never blocks its
+/// loop; the outcome comes to the completion on that loop, once.
+@Suite struct CallbackRequestTests {
+    @Test func theReplyTheTimeoutAndOneAtATime() throws {
+        let server = PCPort { m in m.msgid == 2 ? nil : PCPortMessage(msgid: m.msgid, strings: ["re"]) }
+        let serving = LoopThread { loop in
+            loop.add(PCTimer(fireAt: .distantFuture) { _ in }, forMode: .default)
+            loop.runInMode(.default, timeout: .seconds(60))
+        }
+        try server.schedule(in: serving.loop, forMode: .default)
+        serving.go()
+        defer {
+            server.invalidate()
+            serving.loop.stop()
+            serving.join()
+        }
+        // msgid 2 is answered with nil: an empty reply. A port that never
+        // answers: its handler keeps the reply right.
+        let kept = Mutex<[SendRight]>([])
+        let silent = PCPort { m in
+            if let r = m.replyPort { kept.withLock { $0.append(r) } }
+            return nil
+        }
+        try silent.schedule(in: serving.loop, forMode: .default)
+        defer { silent.invalidate() }
+
+        let loop = try PCRunLoop.detached()
+        let right = try server.makeSendRight()
+        let outcomes = Mutex<[RequestResult]>([])
+        let early = try right.request(PCPortMessage(msgid: 1), receiveTimeout: .seconds(10), on: loop) { r in
+            outcomes.withLock { $0.append(try! r.get()) }
+        }
+        #expect(early == nil)
+        // One at a time per right.
+        #expect(throws: PortError.self) {
+            _ = try right.request(PCPortMessage(msgid: 3), receiveTimeout: .seconds(10), on: loop) { _ in }
+        }
+        while outcomes.withLock({ $0.isEmpty }) {
+            #expect(loop.runInMode(.default, timeout: .seconds(10), returnAfterSourceHandled: true) != .timedOut)
+        }
+        #expect(outcomes.withLock { $0.first?.reply?.components.first?.string } == "re")
+
+        let quiet = try silent.makeSendRight()
+        let timedOut = Mutex<RequestResult?>(nil)
+        _ = try quiet.request(PCPortMessage(msgid: 4), receiveTimeout: .milliseconds(50), on: loop) { r in
+            timedOut.withLock { $0 = try? r.get() }
+        }
+        while timedOut.withLock({ $0 == nil }) { _ = loop.runInMode(.default, timeout: .seconds(10)) }
+        if case .receiveTimedOut? = timedOut.withLock({ $0 }) {} else { Issue.record("\(String(describing: timedOut.withLock { $0 }))") }
+    }
+}
