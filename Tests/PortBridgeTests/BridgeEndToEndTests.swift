@@ -261,6 +261,45 @@ func waitUntilThere(_ name: String, in host: BridgeHost, timeout: Int = 15) thro
         #expect(r2.status == 0 && r2.standardOutput == "\"back\"\n", "\(r2.standardError)")
     }
 
+    @Test func anExporterKilledAndRestartedMidStreamLosesNoAnsweredRequestAndDuplicatesNone() throws {
+        let hosts = try TwoHosts()
+        let owner = try hosts.a.daemon.client()
+        defer { owner.invalidate() }
+        let delivered = Mutex<[String]>([])
+        guard case .registered(let port) = try owner.register(Self.name) else {
+            Issue.record("not registered")
+            return
+        }
+        port.setHandler { m in
+            let text = m.components.first?.string ?? ""
+            delivered.withLock { $0.append(text) }
+            return PCPortMessage(msgid: m.msgid, strings: [text])
+        }
+        try port.schedule(in: BackgroundLoop.shared.loop, forMode: .default)
+        try waitUntilThere(Self.name, in: hosts.b)
+        var answered: [String] = []
+        for i in 0..<30 {
+            if i == 10 { try hosts.a.stopBridge(with: SIGKILL) }
+            if i == 15 {
+                try hosts.a.startBridge()
+                try waitUntilThere(Self.name, in: hosts.b)
+            }
+            let r = try hosts.b.portctl(["request", Self.name, "--msgid", "1", "--data", "r\(i)", "--timeout", "3"])
+            if r.status == 0 {
+                #expect(r.standardOutput == "\"r\(i)\"\n")
+                answered.append("r\(i)")
+            } else {
+                // A failure is one of portctl's statuses for a dead or absent name, or a timeout: never a hang.
+                #expect([67, 74, 75].contains(r.status), "\(r.status) \(r.standardError)")
+            }
+        }
+        let seen = delivered.withLock { $0 }
+        #expect(Set(seen).count == seen.count, "delivered twice: \(seen)")
+        for a in answered { #expect(seen.contains(a), "\(a) answered but never delivered") }
+        #expect(answered.count >= 20, "\(answered)")
+        port.invalidate()
+    }
+
     @Test func twoExportersShareANameAndOneTakesOverWhenTheOtherGoes() throws {
         let nats = try NatsTopology(leaves: 3)
         let a = try BridgeHost(id: "host-a", url: nats.leaves[0].url, export: ["org.example.*"])
