@@ -123,22 +123,9 @@ extension Bridge {
         while !session.busy, let next = session.queue.first {
             if session.toldOrigin != next.origin {
                 // The owner hears where what follows comes from (MessageOrigin).
-                let told: SendResult
-                do {
-                    told = try session.right.send(MessageOrigin(text: next.origin)?.notice ?? Self.unknownOrigin.notice, before: .now())
-                } catch {
-                    finishExport(session, error: BridgeRefusal(503, "the local send failed: \(error)"))
-                    return
-                }
-                switch told {
-                case .sent: session.toldOrigin = next.origin
-                case .timedOut:
-                    retryLater(session)
-                    return
-                case .receiverGone:
-                    finishExport(session, error: BridgeRefusal(503, "the owner of \(session.name) went away"))
-                    return
-                }
+                let notice = MessageOrigin(text: next.origin)?.notice ?? Self.unknownOrigin.notice
+                guard sendNow(session, notice) else { return }
+                session.toldOrigin = next.origin
             }
             var headers: KeyValuePairs<String, String> = [:]
             if let h = next.sessionHeader { headers = [BridgeHeader.session: h] }
@@ -166,27 +153,35 @@ extension Bridge {
                     exportReplied(sid, .success(done))
                 }
             } else {
-                let result: SendResult
-                do {
-                    result = try session.right.send(next.message, before: .now())
-                } catch {
-                    finishExport(session, error: BridgeRefusal(503, "the local send failed: \(error)"))
-                    return
-                }
-                switch result {
-                case .sent:
-                    session.queue.removeFirst()
-                    session.retryDelay = .milliseconds(1)
-                    if let reply = next.reply { try? nats?.publish(reply, headers: headers) }
-                    if session.peer == nil && session.queue.isEmpty { closeExportSession(session.id, notifyPeer: false, why: nil) }
-                case .timedOut:
-                    retryLater(session)
-                    return
-                case .receiverGone:
-                    finishExport(session, error: BridgeRefusal(503, "the owner of \(session.name) went away"))
-                    return
-                }
+                guard sendNow(session, next.message) else { return }
+                session.queue.removeFirst()
+                session.retryDelay = .milliseconds(1)
+                if let reply = next.reply { try? nats?.publish(reply, headers: headers) }
+                if session.peer == nil && session.queue.isEmpty { closeExportSession(session.id, notifyPeer: false, why: nil) }
             }
+        }
+    }
+
+    /// Sends `message` to the session's owner without waiting: true once
+    /// it is in the owner's queue. When the queue is full the session tries
+    /// again shortly (`retryLater`), when the owner is gone or the send
+    /// failed the session ends: false either way.
+    private func sendNow(_ session: ExportSession, _ message: PCPortMessage) -> Bool {
+        let result: SendResult
+        do {
+            result = try session.right.send(message, before: .now())
+        } catch {
+            finishExport(session, error: BridgeRefusal(503, "the local send failed: \(error)"))
+            return false
+        }
+        switch result {
+        case .sent: return true
+        case .timedOut:
+            retryLater(session)
+            return false
+        case .receiverGone:
+            finishExport(session, error: BridgeRefusal(503, "the owner of \(session.name) went away"))
+            return false
         }
     }
 
