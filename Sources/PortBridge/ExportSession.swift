@@ -201,6 +201,9 @@ extension Bridge {
             answerError(next.reply, BridgeRefusal(504, "the owner of \(session.name) did not answer"))
         case .success(.sendTimedOut):
             answerError(next.reply, BridgeRefusal(504, "the owner of \(session.name) did not take the request"))
+        case .success(.sent):
+            // Not asked for (the request waits for its reply): an empty answer.
+            if let r = next.reply { try? publish(r, headers, []) }
         case .success(.invalidPort), .failure:
             finishExport(session, error: BridgeRefusal(503, "the owner of \(session.name) went away"))
             return
