@@ -386,10 +386,24 @@ public final class NatsConnection: @unchecked Sendable {
         _ subject: String, reply: String? = nil, headers: KeyValuePairs<String, String> = [:],
         payload: UnsafeRawBufferPointer
     ) throws(NatsError) {
+        let data = payload.baseAddress?.assumingMemoryBound(to: CChar.self)
+        if headers.isEmpty {
+            // No natsMsg on the heap: libnats hands every one it frees to
+            // its garbage-collector thread, and waking that thread costs a
+            // context switch per message (acknowledgements, replies).
+            if let reply {
+                try natsCheck(
+                    "natsConnection_PublishRequest",
+                    natsConnection_PublishRequest(nc, subject, reply, data, Int32(payload.count)))
+            } else {
+                try natsCheck("natsConnection_Publish", natsConnection_Publish(nc, subject, data, Int32(payload.count)))
+            }
+            return
+        }
         var msg: OpaquePointer?
         try natsCheck(
             "natsMsg_Create",
-            natsMsg_Create(&msg, subject, reply, payload.baseAddress?.assumingMemoryBound(to: CChar.self), Int32(payload.count)))
+            natsMsg_Create(&msg, subject, reply, data, Int32(payload.count)))
         guard let msg else { throw NatsError("natsMsg_Create", NATS_NO_MEMORY) }
         defer { natsMsg_Destroy(msg) }
         for (k, v) in headers { try natsCheck("natsMsgHeader_Set", natsMsgHeader_Set(msg, k, v)) }
