@@ -28,6 +28,7 @@
 
 #include <nats/nats.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <stdatomic.h>
 #include <sys/wait.h>
 
@@ -89,6 +90,9 @@ static void on_ready(natsConnection *nc, natsSubscription *sub, natsMsg *msg, vo
    are known everywhere once a request on READY is answered (the requester
    asks until one is). */
 static void responder(const char *url) {
+    /* Gone with the requester, however that ends. */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) die("prctl");
+    if (getppid() == 1) exit(1);
     pin_party(1);
     natsConnection *nc = connect_to(url);
     natsSubscription *echo, *sink, *sync, *ready;
