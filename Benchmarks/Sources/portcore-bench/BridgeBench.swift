@@ -17,7 +17,10 @@
 //                                        Median of 5 runs.
 //     Baselines: nats.bare.* of Benchmarks/c/nats_bare.c over the same path.
 //     BENCH_BRIDGE_PARTS=rtt or =oneway runs only those figures (to
-//     profile one kind of traffic at a time).
+//     profile one kind of traffic at a time); BENCH_BRIDGE_ONEWAY_BYTES
+//     sets the one-way records' size (64 unless given; the figure is
+//     named after it), e.g. large enough for the bridges' NATS sockets
+//     to fill.
 //   bridge.rss  (BENCH_BRIDGE_PIDS="PID_A PID_B": the two bridges)
 //     portd.bridge.rss.idle.{export,import}   each bridge's VmRSS before;
 //     portd.bridge.rss.1000.{export,import}   with 1,000 names registered
@@ -105,7 +108,8 @@ enum BridgeBench {
             }
             Report.latency("portd.bridge.rtt.\(bytes == 1024 ? "1KiB" : "\(bytes)B").\(topology)", samples)
         }
-        let message = PCPortMessage(msgid: oneWayID, components: [.data([UInt8](repeating: 0x33, count: 64))])
+        let oneWayBytes = environment("BENCH_BRIDGE_ONEWAY_BYTES").flatMap { Int($0) } ?? 64
+        let message = PCPortMessage(msgid: oneWayID, components: [.data([UInt8](repeating: 0x33, count: oneWayBytes))])
         let sync = PCPortMessage(msgid: syncID)
         var rates: [Double] = []
         var lost = 0
@@ -126,8 +130,8 @@ enum BridgeBench {
         }
         rates.sort()
         if let rate = rates.isEmpty ? nil : rates[rates.count / 2] {
-            print("name=portd.bridge.oneway.64B.\(topology) cpus=\(Placement.current.rawValue) unit=msg/s"
-                + " value=\(Int(rate.rounded())) mb_per_s=\(Report.fixed(rate * 64 / 1e6, digits: 2))"
+            print("name=portd.bridge.oneway.\(oneWayBytes)B.\(topology) cpus=\(Placement.current.rawValue) unit=msg/s"
+                + " value=\(Int(rate.rounded())) mb_per_s=\(Report.fixed(rate * Double(oneWayBytes) / 1e6, digits: 2))"
                 + " runs=5 count=\(oneWayCount) lost=\(lost)")
             fflush(nil)  // all streams: `stdout` is not concurrency-safe in Swift 6
         }
