@@ -117,24 +117,61 @@ enum BridgeHeader {
 /// write source over the connection's current socket (each a duplicate,
 /// PortSource(watchingForeign:)), added to and removed from the loop as
 /// libnats asks, from any thread.
+///
+/// Writing. libnats asks for write interest whenever it has buffered
+/// something (every publish), and drops it once the buffer is written.
+/// Rather than add the write source to epoll and take it out again for
+/// each message, a custom source (`flush`) is signalled, and the loop
+/// writes the buffer in the same pass (natsConnection_ProcessWriteEvent);
+/// only when the socket does not take it all is the write source added,
+/// until libnats says the buffer is empty.
 final class NatsLoopHost: @unchecked Sendable {
-    // Safe to share: `loop` is immutable; `state` is accessed only with
-    // `lock` held; `afterRead` is set once before the connection is made.
+    // Safe to share: `loop` is immutable and `flush` set once in init;
+    // `state` is accessed only with `lock` held; `afterRead` is set once
+    // before the connection is made.
     let loop: PCRunLoop
     private struct State {
         var connection: OpaquePointer?
         var read: PortSource?
         var write: PortSource?
         var reading = false
+        /// libnats has data to write (between its ADD and REMOVE).
         var writing = false
+        /// `write` is in the loop (the socket was full).
+        var writeArmed = false
     }
     private let lock = Lock()
     private var state = State()
+    private var flush: RunLoopSource!
     /// Called on the loop's thread after each read event (drains the
     /// synchronous subscriptions).
     nonisolated(unsafe) var afterRead: () -> Void = {}
 
-    init(loop: PCRunLoop) { self.loop = loop }
+    init(loop: PCRunLoop) {
+        self.loop = loop
+        let flush = RunLoopSource(order: 0) { [weak self] _ in self?.flushPending() }
+        self.flush = flush
+        loop.add(flush, forMode: .common)
+    }
+
+    /// Takes the flush source out of the loop (the connection is gone).
+    func invalidate() { flush.invalidate() }
+
+    /// On the loop's thread: writes what libnats has buffered; arms the
+    /// write source if the socket did not take it all.
+    private func flushPending() {
+        guard let nc = lock.withLock({ state.writing ? state.connection : nil }) else { return }
+        natsConnection_ProcessWriteEvent(nc)
+        lock.withLock {
+            guard state.writing, !state.writeArmed, let write = state.write else { return }
+            do {
+                try loop.add(write, forMode: .common)
+                state.writeArmed = true
+            } catch {
+                // Left to the next publish's flush (the loop cannot watch it).
+            }
+        }
+    }
 
     func attach(_ nc: OpaquePointer?, socket: Int32) -> natsStatus {
         let read: PortSource
@@ -166,7 +203,17 @@ final class NatsLoopHost: @unchecked Sendable {
     }
 
     func setWriting(_ on: Bool) -> natsStatus {
-        change(\.writing, \.write, on)
+        // Under the state lock, as `change` (the loop's lock comes after).
+        lock.withLock {
+            guard state.writing != on else { return }
+            state.writing = on
+            if !on, state.writeArmed, let write = state.write {
+                loop.remove(write, forMode: .common)
+                state.writeArmed = false
+            }
+        }
+        if on { flush.signal() }
+        return NATS_OK
     }
 
     private func change(_ flag: WritableKeyPath<State, Bool>, _ source: KeyPath<State, PortSource?>, _ on: Bool) -> natsStatus {
@@ -364,6 +411,7 @@ public final class NatsConnection: @unchecked Sendable {
 
     deinit {
         natsConnection_Destroy(nc)
+        host.invalidate()
         hostRef.release()
         eventsBox.release()
     }
@@ -386,10 +434,24 @@ public final class NatsConnection: @unchecked Sendable {
         _ subject: String, reply: String? = nil, headers: KeyValuePairs<String, String> = [:],
         payload: UnsafeRawBufferPointer
     ) throws(NatsError) {
+        let data = payload.baseAddress?.assumingMemoryBound(to: CChar.self)
+        if headers.isEmpty {
+            // No natsMsg on the heap: libnats hands every one it frees to
+            // its garbage-collector thread, and waking that thread costs a
+            // context switch per message (acknowledgements, replies).
+            if let reply {
+                try natsCheck(
+                    "natsConnection_PublishRequest",
+                    natsConnection_PublishRequest(nc, subject, reply, data, Int32(payload.count)))
+            } else {
+                try natsCheck("natsConnection_Publish", natsConnection_Publish(nc, subject, data, Int32(payload.count)))
+            }
+            return
+        }
         var msg: OpaquePointer?
         try natsCheck(
             "natsMsg_Create",
-            natsMsg_Create(&msg, subject, reply, payload.baseAddress?.assumingMemoryBound(to: CChar.self), Int32(payload.count)))
+            natsMsg_Create(&msg, subject, reply, data, Int32(payload.count)))
         guard let msg else { throw NatsError("natsMsg_Create", NATS_NO_MEMORY) }
         defer { natsMsg_Destroy(msg) }
         for (k, v) in headers { try natsCheck("natsMsgHeader_Set", natsMsgHeader_Set(msg, k, v)) }

@@ -41,6 +41,10 @@ enum Benchmarks {
         // portd.scale first: portd.fair leaves 64,000 names behind.
         Benchmark(name: "portd.scale") { PortdScale.run(lookups: scaled(100_000)) },
         Benchmark(name: "portd.fair") { FairService.run(probes: scaled(3000)) },
+        // Need two portds with bridges between them (BENCH_BRIDGE_*, issue
+        // 25): skipped without them.
+        Benchmark(name: "bridge.calls") { BridgeBench.calls(iterations: scaled(5000), oneWayCount: scaled(50000)) },
+        Benchmark(name: "bridge.rss") { BridgeBench.residentSize(names: 1000) },
     ]
 
     /// Runs the benchmarks chosen by `arguments` (without the program name).

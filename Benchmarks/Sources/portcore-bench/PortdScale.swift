@@ -125,8 +125,8 @@ enum PortdScale {
         prober.invalidate()
     }
 
-    /// One line with portd's VmRSS in MiB.
-    private static func rss(_ name: String, pid: Int32, extra: String) {
+    /// One line with the VmRSS of process `pid` (portd, a bridge) in MiB.
+    static func rss(_ name: String, pid: Int32, extra: String) {
         guard let file = fopen("/proc/\(pid)/status", "r") else { Report.fail("cannot read /proc/\(pid)/status") }
         defer { fclose(file) }
         var line = [CChar](repeating: 0, count: 256)
