@@ -65,12 +65,12 @@ import PortTestSupport
         let deb = try Self.run(["make", "--no-print-directory", "deb"], environment: ["DPKG_ADMINDIR": admin.path])
         #expect(deb.status != 0)
         #expect(
-            deb.standardError.contains("make deb: these packages are needed and not installed: binutils dpkg-dev systemd\n"),
+            deb.standardError.contains("make deb: these packages are needed and not installed: binutils dpkg-dev libnats-dev systemd\n"),
             "\(deb.standardError)")
-        #expect(deb.standardError.contains("install them with: scripts/ensure-packages binutils dpkg-dev systemd"))
+        #expect(deb.standardError.contains("install them with: scripts/ensure-packages binutils dpkg-dev libnats-dev systemd"))
         #expect(!deb.standardOutput.contains("swift build"), "nothing is built: \(deb.standardOutput)")
 
-        try database(["debhelper", "pkg-config", "binutils", "dpkg-dev", "systemd"])
+        try database(["debhelper", "pkg-config", "binutils", "dpkg-dev", "libnats-dev", "systemd"])
         let check = try Self.run(["scripts/build-deb", "--check-build-deps"], environment: ["DPKG_ADMINDIR": admin.path])
         #expect(check.status == 0 && check.standardError.isEmpty, "\(check.standardError)")
     }
