@@ -61,6 +61,12 @@ public final class Bridge: @unchecked Sendable {
     }
     var exported: [String: Exported] = [:]
     var exportSessions: [UInt64: ExportSession] = [:]
+    /// Export sessions that delivered one-way records since their last
+    /// acknowledgement, acknowledged together after the read event that
+    /// brought the records (`flushAcknowledgements`).
+    var acknowledgementsDue: Set<UInt64> = []
+    /// True while the messages of one read event are handed out.
+    var draining = false
     private var localWatch: NameWatch?
 
     // Import.
@@ -138,6 +144,7 @@ public final class Bridge: @unchecked Sendable {
             error: { [self] text in loop.perform { self.natsErrorLog.log("nats: \(text)", [:], level: .warning) } })
         let connection = try NatsConnection(settings: configuration.nats, loop: loop, events: events)
         nats = connection
+        connection.afterDrain = { [unowned self] in flushAcknowledgements() }
         registry = NatsRegistry(
             connection: connection, bucket: configuration.bucket, leaseTime: configuration.leaseTime, loop: loop,
             logger: logger
@@ -180,6 +187,7 @@ public final class Bridge: @unchecked Sendable {
         guard let nats else { return }
         inbox = try nats.subscribeDrained(inboxPrefix + "*") { [unowned self] m in inboxMessage(m) }
         sessionSubscription = try nats.subscribeDrained("\(prefix)._s.\(bridgeID).*") { [unowned self] m in
+            draining = true
             exportSessionMessage(m)
         }
         controlSubscription = try nats.subscribeDrained("\(prefix)._c.\(bridgeID).*") { [unowned self] m in
@@ -269,6 +277,7 @@ public final class Bridge: @unchecked Sendable {
 
     /// Gives up what has waited past its deadline.
     private func sweepPending() {
+        expireUnacknowledged()
         let now = MonotonicInstant.now()
         let expired = pending.filter { $0.value.deadline.map { $0 <= now } ?? false }
         for (token, entry) in expired {

@@ -32,8 +32,15 @@ final class ExportSession {
     var toldOrigin: String?
     var busy = false
     var retryDelay: Duration = .milliseconds(1)
+    /// One-way records of the session delivered in all, and how many of
+    /// them the importer was told of (`Portd-Ack`).
+    var delivered: UInt64 = 0
+    var acknowledged: UInt64 = 0
+    /// The origin the importer last gave (it sends it when it changes).
+    var origin: String
 
-    init(id: UInt64, name: String, right: SendRight, peer: String?) {
+    init(id: UInt64, name: String, right: SendRight, peer: String?, origin: String) {
+        self.origin = origin
         self.id = id
         self.name = name
         self.right = right
@@ -71,7 +78,7 @@ extension Bridge {
         let sid = nextSession
         nextSession += 1
         let opening = m.session == "open"
-        let session = ExportSession(id: sid, name: name, right: right, peer: opening ? m.peer : nil)
+        let session = ExportSession(id: sid, name: name, right: right, peer: opening ? m.peer : nil, origin: origin(of: m))
         exportSessions[sid] = session
         do {
             try right.onInvalidation(in: loop, forMode: .common) { [weak self] in
@@ -108,7 +115,8 @@ extension Bridge {
         }
         do {
             let decoded = try BridgeRecord.decode(m.data, maxPayload: maxPayload)
-            session.queue.append((decoded.message, decoded.request, m.reply, nil, origin(of: m)))
+            if m.origin != nil { session.origin = origin(of: m) }
+            session.queue.append((decoded.message, decoded.request, m.reply, nil, session.origin))
             runExportQueue(session)
         } catch {
             refused += 1
@@ -120,6 +128,13 @@ extension Bridge {
 
     /// Delivers the session's next record unless one is on its way.
     func runExportQueue(_ session: ExportSession) {
+        // Whatever stops the run (a request on its way, a full queue), what
+        // it delivered is acknowledged.
+        defer {
+            if session.delivered > session.acknowledged {
+                if draining { acknowledgementsDue.insert(session.id) } else { acknowledge(session) }
+            }
+        }
         while !session.busy, let next = session.queue.first {
             if session.toldOrigin != next.origin {
                 // The owner hears where what follows comes from (MessageOrigin).
@@ -156,10 +171,33 @@ extension Bridge {
                 guard sendNow(session, next.message) else { return }
                 session.queue.removeFirst()
                 session.retryDelay = .milliseconds(1)
-                if let reply = next.reply { try? nats?.publish(reply, headers: headers) }
+                if let reply = next.reply {
+                    try? nats?.publish(reply, headers: headers)
+                } else {
+                    session.delivered += 1  // acknowledged with the others (`acknowledge`)
+                }
                 if session.peer == nil && session.queue.isEmpty { closeExportSession(session.id, notifyPeer: false, why: nil) }
             }
         }
+    }
+
+    /// Tells the importer how many one-way records of the session were
+    /// delivered in all: one acknowledgement for every record a read event
+    /// brought, not one a record.
+    func acknowledge(_ session: ExportSession) {
+        guard session.delivered > session.acknowledged, let peer = session.peer else { return }
+        session.acknowledged = session.delivered
+        try? nats?.publish(peer, headers: [BridgeHeader.ack: String(session.delivered)])
+    }
+
+    /// After a read event: the acknowledgements its records made due.
+    func flushAcknowledgements() {
+        draining = false
+        guard !acknowledgementsDue.isEmpty else { return }
+        for sid in acknowledgementsDue {
+            if let s = exportSessions[sid] { acknowledge(s) }
+        }
+        acknowledgementsDue.removeAll(keepingCapacity: true)
     }
 
     /// Sends `message` to the session's owner without waiting: true once

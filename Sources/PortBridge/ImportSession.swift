@@ -38,6 +38,16 @@ final class ImportSession {
     var pinging = false
     /// The tokens of its requests still pending in the bridge.
     var tokens: Set<UInt64> = []
+    /// One-way records published on the session subject, and how many of
+    /// them the exporter acknowledged (`Portd-Ack`, cumulative).
+    var sentOneWay: UInt64 = 0
+    var acknowledgedOneWay: UInt64 = 0
+    /// When the exporter last made progress on them (an acknowledgement,
+    /// or the first record sent with none outstanding): a session that
+    /// makes none within RequestTimeout is closed.
+    var lastProgress = MonotonicInstant.now()
+    /// The origin last sent on the session (Portd-Origin goes when it changes).
+    var sentOrigin: String?
 
     init(id: UInt64, name: String, connection: UInt64) {
         self.id = id
@@ -153,6 +163,7 @@ extension Bridge {
                             BridgeHeader.origin: origin,
                         ], payload: bytes, timeout: configuration.requestTimeout)
                     session.waiting.append(([], reply, origin))  // the first record, sent; its reply right kept
+                    session.sentOrigin = origin
                     if reply == nil { session.unacknowledged += 1 }
                 } catch {
                     closeImportSession(session.id, why: "cannot reach NATS: \(error)")
@@ -162,23 +173,67 @@ extension Bridge {
                 if reply == nil { session.unacknowledged += 1 }
             }
         case .open(let subject):
+            if reply == nil { session.unacknowledged += 1 }
             send(session, subject, bytes, reply, origin)
         }
         holdIfFull(session, port)
     }
 
+    /// Sends one record on an open session (counted in the window already
+    /// when one-way). A request waits for its reply without a deadline
+    /// here: the sender's own timeout applies at the sender, and pings say
+    /// whether the far end still lives. A one-way record is published
+    /// without a reply subject: the exporter acknowledges them together
+    /// (`Portd-Ack`). Portd-Origin goes only when it changed.
     private func send(_ session: ImportSession, _ subject: String, _ bytes: [UInt8], _ reply: SendRight?, _ origin: String) {
+        let changed = origin != session.sentOrigin
         do {
-            // A request's reply has no deadline here: the sender's own
-            // timeout applies at the sender, and pings say whether the far
-            // end still lives.
-            try request(
-                subject, .record(session: session.id, reply: reply), headers: [BridgeHeader.origin: origin], payload: bytes,
-                timeout: reply == nil ? configuration.requestTimeout : nil)
-            if reply == nil { session.unacknowledged += 1 }
+            if let reply {
+                try request(
+                    subject, .record(session: session.id, reply: reply),
+                    headers: changed ? [BridgeHeader.origin: origin] : [:], payload: bytes, timeout: nil)
+            } else {
+                if session.sentOneWay == session.acknowledgedOneWay { session.lastProgress = .now() }
+                if changed {
+                    try nats?.publish(subject, headers: [BridgeHeader.origin: origin], payload: bytes)
+                } else {
+                    try nats?.publish(subject, payload: bytes)
+                }
+                session.sentOneWay += 1
+            }
+            session.sentOrigin = origin
         } catch {
             closeImportSession(session.id, why: "cannot reach NATS: \(error)")
         }
+    }
+
+    /// The exporter delivered `count` one-way records of the session in all.
+    func importAcknowledged(_ session: ImportSession, _ count: UInt64) {
+        guard count > session.acknowledgedOneWay, count <= session.sentOneWay else { return }
+        session.unacknowledged -= Int(count - session.acknowledgedOneWay)
+        session.acknowledgedOneWay = count
+        session.lastProgress = .now()
+        session.lastHeard = .now()
+        release(session)
+    }
+
+    /// Reads the connection again once the window has room.
+    private func release(_ session: ImportSession) {
+        if session.held && session.unacknowledged < configuration.window, let port = imported[session.name]?.port {
+            session.held = false
+            port.holdConnection(session.connection, false)
+        }
+    }
+
+    /// Closes the sessions whose one-way records have seen no
+    /// acknowledgement for RequestTimeout (the exporter or the way to it
+    /// is gone without a word).
+    func expireUnacknowledged() {
+        let now = MonotonicInstant.now()
+        let stale = importSessionsByID.values.filter {
+            $0.sentOneWay > $0.acknowledgedOneWay && $0.lastProgress + configuration.requestTimeout <= now
+        }
+        for s in stale { closeImportSession(s.id, why: "no acknowledgement within \(configuration.requestTimeout)") }
     }
 
     private func holdIfFull(_ session: ImportSession, _ port: PCPort) {
@@ -207,14 +262,8 @@ extension Bridge {
         let rest = session.waiting
         session.waiting = []
         for w in rest {
-            do {
-                try request(
-                    subject, .record(session: sid, reply: w.reply), headers: [BridgeHeader.origin: w.origin], payload: w.bytes,
-                    timeout: w.reply == nil ? configuration.requestTimeout : nil)
-            } catch {
-                closeImportSession(sid, why: "cannot reach NATS: \(error)")
-                return
-            }
+            send(session, subject, w.bytes, w.reply, w.origin)
+            if case .closed = session.state { return }
         }
     }
 
@@ -233,10 +282,7 @@ extension Bridge {
     private func answerLocal(_ session: ImportSession, _ reply: SendRight?, _ m: NatsMessage) {
         guard let reply else {
             session.unacknowledged -= 1
-            if session.held && session.unacknowledged < configuration.window, let port = imported[session.name]?.port {
-                session.held = false
-                port.holdConnection(session.connection, false)
-            }
+            release(session)
             return
         }
         do {
@@ -253,6 +299,10 @@ extension Bridge {
         guard let dot = m.subject.lastIndex(of: "."), let sid = UInt64(m.subject[m.subject.index(after: dot)...], radix: 36)
         else { return }
         let session = importSession(sid)
+        if let count = m.ack {
+            if let session { importAcknowledged(session, count) }
+            return
+        }
         switch m.session {
         case "closed":
             if session != nil { closeImportSession(sid, why: "the far owner went away") }
@@ -294,6 +344,8 @@ extension Bridge {
             }
         }
         session.tokens = []
+        lost += Int(session.sentOneWay - session.acknowledgedOneWay)
+        session.acknowledgedOneWay = session.sentOneWay
         lostInFlight += lost
         let waiting = max(session.waiting.count - 1, 0)
         if lost + waiting > 0 {

@@ -80,6 +80,9 @@ struct NatsMessage: Sendable {
     let peer: String?
     let origin: String?
     let error: String?
+    /// A cumulative acknowledgement: how many one-way records of the
+    /// session the exporter has delivered in all.
+    let ack: UInt64?
 
     init(_ msg: OpaquePointer) {
         subject = natsMsg_GetSubject(msg).map { String(cString: $0) } ?? ""
@@ -100,6 +103,7 @@ struct NatsMessage: Sendable {
         peer = header(BridgeHeader.peer)
         origin = header(BridgeHeader.origin)
         error = header(BridgeHeader.error)
+        ack = header(BridgeHeader.ack).flatMap { UInt64($0) }
     }
 }
 
@@ -109,6 +113,7 @@ enum BridgeHeader {
     static let peer = "Portd-Peer"
     static let origin = "Portd-Origin"
     static let error = "Portd-Error"
+    static let ack = "Portd-Ack"
     static let serviceError = "Nats-Service-Error"
     static let serviceErrorCode = "Nats-Service-Error-Code"
 }
@@ -494,11 +499,17 @@ public final class NatsConnection: @unchecked Sendable {
         s.cancel()
     }
 
+    /// Called on the loop's thread once the messages of a read event were
+    /// all handed out (the bridge acknowledges them together). Set once,
+    /// before the connection is made.
+    nonisolated(unsafe) var afterDrain: () -> Void = {}
+
     private func drainAll() {
         let subs = drainedLock.withLock { Array(drained.values) }
         for (s, handler) in subs {
             while let m = s.next() { handler(m) }
         }
+        afterDrain()
     }
 
     /// An asynchronous subscription: `handler` runs on libnats's delivery
