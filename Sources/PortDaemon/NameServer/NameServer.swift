@@ -147,6 +147,12 @@ final class NameServer {
     /// (NameServer+Fanout), and the source that sends a share a pass.
     var fanout = Fanout()
     var fanoutSource: RunLoopSource?
+    /// Names waiting for their next queued owner to be told
+    /// (NameServer+Handover), the source that tells a share a pass, and
+    /// how many were handed over in this pass.
+    var handovers = Handovers()
+    var handoverSource: RunLoopSource?
+    var handoversThisPass = 0
     /// Clients whose queue was full for a waiting lookup's answer: the
     /// source that gives their answers turns again once it has room.
     var parkedAnswers: [ClientID: PortSource] = [:]
@@ -309,6 +315,7 @@ final class NameServer {
     /// counts (`pace`, `list`).
     func passBegins() {
         passCounted = false
+        handoversThisPass = 0
         if !turnsThisPass.isEmpty { turnsThisPass.removeAll(keepingCapacity: true) }
         if !listLookedAtThisPass.isEmpty { listLookedAtThisPass.removeAll(keepingCapacity: true) }
     }
@@ -324,6 +331,7 @@ final class NameServer {
         port.setAdmission { [unowned self] client, peer in self.admit(client, peer) }
         try port.schedule(in: loop, forMode: mode)
         startFanout()
+        startHandovers()
         let pass = RunLoopSource { [unowned self] _ in self.passBegins() }
         loop.add(pass, forMode: mode)
         passSource = pass
@@ -351,6 +359,9 @@ final class NameServer {
         overflowing.removeAll()
         fanoutSource?.invalidate()
         fanoutSource = nil
+        handoverSource?.invalidate()
+        handoverSource = nil
+        handovers = Handovers()
         passSource?.invalidate()
         passSource = nil
         fanout = Fanout()
