@@ -232,6 +232,7 @@ extension NameServer {
                 if let queued = fanout.pending[watch.uid], queued > Self.fanoutPerUID,
                     !settings.limits.privilegedUIDs.contains(watch.uid)
                 {
+                    sent += 1  // a source added to the loop: it costs what a send does
                     fellBehind(watch, why: "uid \(watch.uid) has \(queued) events queued for its watches")
                     continue
                 }
