@@ -87,6 +87,7 @@ extension NameServer {
         counters.lookups += 1
         if let refused = refusal(.lookUp(name), c) { return refused }
         if let port = declared[name] {
+            if let refused = declaredBacklogRefusal(name, port, c) { return refused }
             return found(c.serial, name, file: port.file, owner: .init(pid: ownPID, uid: ownUID, client: 0))
         }
         var deadline: MonotonicInstant?

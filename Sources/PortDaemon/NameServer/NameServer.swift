@@ -153,6 +153,9 @@ final class NameServer {
     var handovers = Handovers()
     var handoverSource: RunLoopSource?
     var handoversThisPass = 0
+    /// Per declared port, the connections portd made into its backlog for
+    /// each uid since it was last seen empty (NameServer+DeclaredBacklog).
+    var declaredBacklog: [PortName: [UInt32: Int]] = [:]
     /// Clients whose queue was full for a waiting lookup's answer: the
     /// source that gives their answers turns again once it has room.
     var parkedAnswers: [ClientID: PortSource] = [:]
@@ -391,6 +394,7 @@ final class NameServer {
         } catch {
             logger.error("cannot create a declared port: \(error)")
         }
+        declaredBacklog = declaredBacklog.filter { declared[$0.key] != nil }
         if port.isValid { configureActivation() }
     }
 
