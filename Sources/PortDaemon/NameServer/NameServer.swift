@@ -32,7 +32,8 @@
 //     receiving in this pass) its listening socket;
 //   - no pass does unbounded work for one change: its fan-out goes out
 //     `fanoutPerPass` messages a pass, between the passes that serve the
-//     clients' requests;
+//     clients' requests, and a name goes down its queue of owners at most
+//     `handoversPerPass` owners a pass (NameServer+Handover);
 //   - portd never blocks on a client: messages to watchers, queued owners
 //     and waiting lookups are sent with a zero send timeout; a full queue
 //     ends that owner's claim, logged, or that watch: the watcher is told
