@@ -160,6 +160,8 @@ struct NameRegistry<Handles: NameRegistryHandles> {
     struct Watch: Sendable {
         let id: WatchID
         let client: ClientID
+        /// The uid its client was admitted as: the uid its events count against.
+        let uid: UInt32
         /// nil: every name.
         let name: PortName?
         let handle: Handles.Watcher
@@ -190,6 +192,10 @@ struct NameRegistry<Handles: NameRegistryHandles> {
         /// of this name, as they were at the change. O(1) to take, whatever
         /// their number: the name server tells them over later passes.
         let watchers: WatcherIDs
+        /// How many of `watchers` each uid holds, in two tables shared with
+        /// the registry (copy on write): what the change's events cost each
+        /// receiving uid, taken in O(1).
+        let watcherUIDs: WatcherUIDs
         /// Lookups that were waiting for the name: `new` answers them.
         let answeredLookups: [PendingLookup]
 
@@ -230,6 +236,19 @@ struct NameRegistry<Handles: NameRegistryHandles> {
                 position = next
             }
             return ids
+        }
+    }
+
+    /// The watches of one change counted by uid: those of every name and
+    /// those of the name.
+    struct WatcherUIDs: Equatable, Sendable {
+        let ofAllNames: [UInt32: Int]
+        let ofTheName: [UInt32: Int]
+
+        /// Each uid with its count (a uid in both tables comes twice).
+        func forEach(_ body: (UInt32, Int) -> Void) {
+            for (uid, n) in ofAllNames { body(uid, n) }
+            for (uid, n) in ofTheName { body(uid, n) }
         }
     }
 
@@ -320,6 +339,10 @@ struct NameRegistry<Handles: NameRegistryHandles> {
     /// Each sorted likewise.
     private var watchesByName: [PortName: [WatchID]] = [:]
     private var watches: [WatchID: Watch] = [:]
+    /// The watches of every name by uid, and of each name by uid: what a
+    /// change's events cost each receiving uid (`OwnerChange.watcherUIDs`).
+    private var watchUIDsOfAllNames: [UInt32: Int] = [:]
+    private var watchUIDsByName: [PortName: [UInt32: Int]] = [:]
     private var lookups: [LookupID: PendingLookup] = [:]
     /// The lookups waiting for each name (oldest first: the smallest ids).
     private var lookupsByName: [PortName: Set<LookupID>] = [:]
@@ -372,6 +395,7 @@ struct NameRegistry<Handles: NameRegistryHandles> {
             watchesOfAllNames = fresh
         }
         fitted(&watchesByName)
+        fitted(&watchUIDsByName)
         fitted(&watches)
         fitted(&lookups)
         fitted(&lookupsByName)
@@ -720,7 +744,7 @@ struct NameRegistry<Handles: NameRegistryHandles> {
             let answered = takeLookups(waitingFor: name)
             return .registered(
                 OwnerChange(
-                    name: name, kind: .registered, old: nil, new: candidate, watchers: watchers(of: name),
+                    name: name, kind: .registered, old: nil, new: candidate, watchers: watchers(of: name), watcherUIDs: watcherUIDs(of: name),
                     answeredLookups: answered))
         }
         if entry.owner.client == client { return .alreadyOwned(entry.owner) }
@@ -740,7 +764,7 @@ struct NameRegistry<Handles: NameRegistryHandles> {
             entries[name] = entry
             return .registered(
                 OwnerChange(
-                    name: name, kind: .replaced, old: old, new: candidate, watchers: watchers(of: name),
+                    name: name, kind: .replaced, old: old, new: candidate, watchers: watchers(of: name), watcherUIDs: watcherUIDs(of: name),
                     answeredLookups: []))
         }
         if let queuedAt { return .queued(entry.queue[queuedAt], position: queuedAt + 1) }
@@ -792,7 +816,7 @@ struct NameRegistry<Handles: NameRegistryHandles> {
             removeEntry(name, keepingSortedName: keepingSortedName)
         }
         return OwnerChange(
-            name: name, kind: .released, old: old, new: new, watchers: watchers(of: name), answeredLookups: [])
+            name: name, kind: .released, old: old, new: new, watchers: watchers(of: name), watcherUIDs: watcherUIDs(of: name), answeredLookups: [])
     }
 
     // MARK: Lookups
@@ -864,11 +888,13 @@ struct NameRegistry<Handles: NameRegistryHandles> {
         let id = WatchID(raw: takeID())
         record.watches.insert(id)
         clients[client] = record
-        watches[id] = Watch(id: id, client: client, name: name, handle: handle)
+        watches[id] = Watch(id: id, client: client, uid: record.uid, name: name, handle: handle)
         if let name {
             watchesByName[name, default: []].append(id)
+            watchUIDsByName[name, default: [:]][record.uid, default: 0] += 1
         } else {
             watchesOfAllNames.append(id)
+            watchUIDsOfAllNames[record.uid, default: 0] += 1
         }
         return .success(id)
     }
@@ -886,11 +912,22 @@ struct NameRegistry<Handles: NameRegistryHandles> {
         guard let watch = watches.removeValue(forKey: id) else { return }
         guard let name = watch.name else {
             if !keepingAllNamesEntry { Self.remove(id, from: &watchesOfAllNames) }
+            Self.uncount(watch.uid, in: &watchUIDsOfAllNames)
             return
+        }
+        if var counts = watchUIDsByName[name] {
+            Self.uncount(watch.uid, in: &counts)
+            watchUIDsByName[name] = counts.isEmpty ? nil : counts
         }
         guard var ids = watchesByName[name] else { return }
         Self.remove(id, from: &ids)
         watchesByName[name] = ids.isEmpty ? nil : ids
+    }
+
+    /// One watch of `uid` fewer in `counts`.
+    private static func uncount(_ uid: UInt32, in counts: inout [UInt32: Int]) {
+        guard let n = counts[uid] else { return }
+        counts[uid] = n > 1 ? n - 1 : nil
     }
 
     /// Removes `id` from the sorted `ids` (binary search, then one move of the tail).
@@ -906,6 +943,10 @@ struct NameRegistry<Handles: NameRegistryHandles> {
 
     private func watchers(of name: PortName) -> WatcherIDs {
         WatcherIDs(ofAllNames: watchesOfAllNames, ofTheName: watchesByName[name] ?? [])
+    }
+
+    private func watcherUIDs(of name: PortName) -> WatcherUIDs {
+        WatcherUIDs(ofAllNames: watchUIDsOfAllNames, ofTheName: watchUIDsByName[name] ?? [:])
     }
 
     private mutating func takeID() -> UInt64 {

@@ -7,6 +7,8 @@
 // waiting for the name (sent by the following passes, a share each:
 // NameServer+Fanout); a client that goes releases everything it held;
 // waiting lookups time out on one timer armed for the earliest deadline.
+// A name handed down its queue is handed at most `handoversPerPass` times
+// a pass; the rest waits for later passes (NameServer+Handover).
 //
 // Invariants: every port a consequence uses hangs on the registry's record
 // it concerns (NameServer.Handles), so a record the registry dropped has no
@@ -39,10 +41,19 @@ extension NameServer {
             }
             var unreachable: Registry.Ownership?
             if let new = change.new {
-                if let file = socketForNew ?? handOver(name, to: new) {
+                if let file = socketForNew {
                     registry.updateOwner(of: name, ticket: new.ticket) { $0.socket = file }
+                } else if !mayHandOverNow() {
+                    // This pass handed over its share: a later one tells it
+                    // (NameServer+Handover).
+                    queueHandover(name, ticket: new.ticket, uid: new.credentials.uid)
                 } else {
-                    unreachable = new
+                    charge(1, to: new.credentials.uid)
+                    if let file = handOver(name, to: new) {
+                        registry.updateOwner(of: name, ticket: new.ticket) { $0.socket = file }
+                    } else {
+                        unreachable = new
+                    }
                 }
             }
             socketForNew = nil
@@ -62,14 +73,19 @@ extension NameServer {
 
     /// Sends NAME_ACQUIRED with a new listening socket to a queued owner
     /// that just got `name`; returns the socket file, or nil when the owner
-    /// cannot be reached (no port, port gone, queue full).
-    private func handOver(_ name: PortName, to owner: Registry.Ownership) -> PortSocketFile? {
+    /// cannot be reached (no port, port gone, queue full). A port whose
+    /// receiver is gone is seen with one poll(2), before a socket is made.
+    func handOver(_ name: PortName, to owner: Registry.Ownership) -> PortSocketFile? {
         let metadata: Logger.Metadata = [
             "name": "\(name)", "client": "\(owner.client)", "pid": "\(owner.credentials.pid)",
             "uid": "\(owner.credentials.uid)",
         ]
         guard let notifyPort = owner.handle.port else {
             logger.warning("the next owner of \(name) left no port to tell; passing it on", metadata: metadata)
+            return nil
+        }
+        if PassedPortCheck.receiverIsGone(notifyPort) {
+            logger.debug("the next owner of \(name) is gone; passing it on", metadata: metadata)
             return nil
         }
         let socket: (fd: SharedDescriptor, file: PortSocketFile)
@@ -86,11 +102,12 @@ extension NameServer {
         return nil
     }
 
-    /// A watcher's queue is full: the change just tried is its first
-    /// missed one. Its port is watched for room; then WATCH_OVERFLOW goes
-    /// (`endOverflowed`) and the watch ends. portd never waits for it
+    /// A watcher fell behind (`why`: its queue is full, or its uid has
+    /// more events queued than its share): the change just tried is its
+    /// first missed one. Its port is watched for room; then WATCH_OVERFLOW
+    /// goes (`endOverflowed`) and the watch ends. portd never waits for it
     /// meanwhile, and tells it nothing else.
-    func fellBehind(_ watch: Registry.Watch) {
+    func fellBehind(_ watch: Registry.Watch, why: String) {
         let metadata: Logger.Metadata = [
             "pid": "\(watch.handle.credentials.pid)", "uid": "\(watch.handle.credentials.uid)",
         ]
@@ -113,7 +130,7 @@ extension NameServer {
             return
         }
         overflowing[id] = (source, 1)
-        refusalLog.log("watch fell behind: the watcher's queue is full; it ends with WATCH_OVERFLOW", metadata)
+        refusalLog.log("watch fell behind: \(why); it ends with WATCH_OVERFLOW", metadata)
     }
 
     /// The port of a watcher that fell behind has room (or hung up): it

@@ -21,11 +21,15 @@
 //     `Fanout.answers`, dropped when the client goes, so its reply rights
 //     close at once); the lookups of a client whose answers are queued
 //     still count against PendingLookupsPerClient= until they are sent;
-//   - bounded: the messages queued for the changes a uid's clients made
-//     (`Fanout.charged`) are at most about `fanoutPerUID`: beyond it, a
-//     REGISTER or RELEASE of that uid is refused with `limit` until the
-//     queue has drained (root and portd's own uid are never refused); a
-//     change made by a client that goes is queued whatever its uid's share;
+//   - watches are paid by the watcher: the events queued count against
+//     the uid of each watch that receives them (`Fanout.pending`, taken
+//     from the registry's counts of watches by uid, O(uids) per change),
+//     never against the uid that made the change, which is never refused
+//     for them; a watch of a uid with more than `fanoutPerUID` events
+//     queued falls behind when its turn comes, as a watcher whose queue is
+//     full does (WATCH_OVERFLOW, then the watch ends), so the queue holds
+//     at most about that many events per uid (root and portd's own uid
+//     are not held to it);
 //   - an answer names the name's owner when it is sent, and its port is a
 //     connection to that owner's socket; a name that lost its owner before
 //     the answer's turn makes the lookup wait again, until its deadline;
@@ -45,10 +49,11 @@ extension NameServer {
             let name: PortName
             let reported: NameOwnerChange
             let watchers: Registry.WatcherIDs
+            /// The watches by uid: what it counts against each uid until
+            /// its last watch was taken.
+            let watcherUIDs: Registry.WatcherUIDs
             /// Where the telling stands in `watchers`.
             var position = (0, 0)
-            /// The uid charged with it.
-            let uid: UInt32
         }
 
         enum Item {
@@ -62,17 +67,30 @@ extension NameServer {
         /// The answered lookups of each client whose answers are queued,
         /// oldest first: their reply rights.
         private var answers: [ClientID: [Registry.PendingLookup]] = [:]
-        /// Per uid, the NAME_OWNER_CHANGED queued for the changes its clients made.
-        private(set) var charged: [UInt32: Int] = [:]
+        /// Per uid, the NAME_OWNER_CHANGED queued for its watches (a telling
+        /// counts in full until its last watch was taken).
+        private(set) var pending: [UInt32: Int] = [:]
 
         var isEmpty: Bool { head == items.count }
 
         /// The answers `client` has queued.
         func answersQueued(for client: ClientID) -> Int { answers[client]?.count ?? 0 }
 
-        mutating func tell(_ change: OwnerChange, charging uid: UInt32) {
-            charged[uid, default: 0] += change.watchers.count
-            items.append(.tell(Telling(name: change.name, reported: change.reported, watchers: change.watchers, uid: uid)))
+        mutating func tell(_ change: OwnerChange) {
+            change.watcherUIDs.forEach { uid, n in pending[uid, default: 0] += n }
+            items.append(
+                .tell(
+                    Telling(
+                        name: change.name, reported: change.reported, watchers: change.watchers,
+                        watcherUIDs: change.watcherUIDs)))
+        }
+
+        /// A telling's last watch was taken: its events no longer count.
+        private mutating func told(_ telling: Telling) {
+            telling.watcherUIDs.forEach { uid, n in
+                let left = pending[uid, default: n] - n
+                pending[uid] = left > 0 ? left : nil
+            }
         }
 
         mutating func answer(_ lookup: Registry.PendingLookup) {
@@ -85,13 +103,13 @@ extension NameServer {
         mutating func nextWatch() -> (WatchID, Telling)? {
             guard head < items.count, case .tell(var telling) = items[head] else { return nil }
             guard let (id, position) = telling.watchers.next(after: telling.position) else {
+                told(telling)
                 popFirst()
                 return nil
             }
             telling.position = position
-            let n = charged[telling.uid, default: 1] - 1
-            charged[telling.uid] = n > 0 ? n : nil
             if telling.watchers.next(after: position) == nil {
+                told(telling)
                 popFirst()
             } else {
                 items[head] = .tell(telling)
@@ -148,8 +166,9 @@ extension NameServer {
     /// The most queued watches one pass looks at (those that ended, or
     /// may not see the name, are passed over without a send).
     static let fanoutLookedAtPerPass = 4096
-    /// Beyond this many NAME_OWNER_CHANGED queued for the changes of one
-    /// uid's clients, that uid's REGISTER and RELEASE are refused (`limit`).
+    /// Beyond this many NAME_OWNER_CHANGED queued for the watches of one
+    /// uid, each of its watches falls behind when its turn comes
+    /// (WATCH_OVERFLOW), whoever made the changes.
     static let fanoutPerUID = 1 << 16
 
     /// Starts the fan-out's source on the loop (`start`).
@@ -159,24 +178,11 @@ extension NameServer {
         fanoutSource = source
     }
 
-    /// The refusal of a REGISTER or RELEASE of `c`'s uid while the
-    /// NAME_OWNER_CHANGED queued for its earlier changes are beyond its share.
-    func fanoutRefusal(_ c: Context) -> PCPortMessage? {
-        let uid = c.sender.uid
-        guard let queued = fanout.charged[uid], queued > Self.fanoutPerUID,
-            !settings.limits.privilegedUIDs.contains(uid)
-        else { return nil }
-        return refuse(
-            c, .limit,
-            "portd is still telling watchers of earlier changes of uid \(uid) (\(queued) messages); try again once they are sent")
-    }
-
-    /// Queues NAME_OWNER_CHANGED of `change` for its watchers, charged to
-    /// the uid whose client made it (the registering one; the one that
-    /// let go, for a release).
+    /// Queues NAME_OWNER_CHANGED of `change` for its watchers, counted
+    /// against each watch's uid.
     func queueForWatchers(_ change: OwnerChange) {
-        guard !change.watchers.isEmpty, let maker = change.kind == .released ? change.old : change.new else { return }
-        fanout.tell(change, charging: maker.credentials.uid)
+        guard !change.watchers.isEmpty else { return }
+        fanout.tell(change)
         fanoutSource?.signal()
     }
 
@@ -220,6 +226,16 @@ extension NameServer {
                     continue
                 }
                 if !RequestAccess.maySee(telling.name, by: watch.handle.caller, under: settings) { continue }
+                // Its uid has more events queued than its share: it is
+                // told nothing more but WATCH_OVERFLOW, as when its queue
+                // is full.
+                if let queued = fanout.pending[watch.uid], queued > Self.fanoutPerUID,
+                    !settings.limits.privilegedUIDs.contains(watch.uid)
+                {
+                    sent += 1  // a source added to the loop: it costs what a send does
+                    fellBehind(watch, why: "uid \(watch.uid) has \(queued) events queued for its watches")
+                    continue
+                }
                 sent += 1
                 notify(watch, of: telling)
             } else if let answer = fanout.nextAnswer() {
@@ -242,7 +258,7 @@ extension NameServer {
         case .sent:
             break
         case .timedOut:
-            fellBehind(watch)
+            fellBehind(watch, why: "the watcher's queue is full")
         case .receiverGone, nil:
             registry.unwatch(watch.id)
             eventLog.log(

@@ -34,7 +34,6 @@ extension NameServer {
         _ name: PortName, _ options: RegistrationOptions, _ c: Context, notifyPort: SendRight?, remote: String? = nil
     ) -> PCPortMessage {
         if let refused = refusal(.register(name, declared: declared[name] != nil), c) { return refused }
-        if let refused = fanoutRefusal(c) { return refused }
         // The socket comes first, so that a registration never has to be
         // undone for lack of one; when the name is not granted it goes again.
         let socket: (fd: SharedDescriptor, file: PortSocketFile)
@@ -71,7 +70,6 @@ extension NameServer {
         if declared[name] != nil {
             return reply(.error(serial: c.serial, .notOwner, "\(name) is a declared port: portd owns it"))
         }
-        if let refused = fanoutRefusal(c) { return refused }
         switch registry.release(name, client: c.client, now: WallClock.unixMilliseconds()) {
         case .released(let change):
             apply(change, requesterSocket: nil)
@@ -89,6 +87,7 @@ extension NameServer {
         counters.lookups += 1
         if let refused = refusal(.lookUp(name), c) { return refused }
         if let port = declared[name] {
+            if let refused = declaredBacklogRefusal(name, port, c) { return refused }
             return found(c.serial, name, file: port.file, owner: .init(pid: ownPID, uid: ownUID, client: 0))
         }
         var deadline: MonotonicInstant?
@@ -128,8 +127,10 @@ extension NameServer {
     ) -> PCPortMessage {
         let ownersFile = file == nil  // not a declared port's
         guard let file = file ?? (ownersSocket ?? registry.owner(of: name)?.handle.socket) else {
-            logger.error("\(name) has an owner but no socket file", metadata: ["name": "\(name)"])
-            return reply(.error(serial: serial, .internal, "\(name) has no socket"))
+            // Its owner left, and the next in its queue is told in a later
+            // pass (NameServer+Handover): nobody listens on it yet.
+            return reply(.error(
+                serial: serial, .notFound, "\(name) is being handed to the next owner in its queue; try again"))
         }
         switch directory.connect(to: file) {
         case .connected(let fd):

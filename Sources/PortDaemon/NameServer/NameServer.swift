@@ -32,7 +32,8 @@
 //     receiving in this pass) its listening socket;
 //   - no pass does unbounded work for one change: its fan-out goes out
 //     `fanoutPerPass` messages a pass, between the passes that serve the
-//     clients' requests;
+//     clients' requests, and a name goes down its queue of owners at most
+//     `handoversPerPass` owners a pass (NameServer+Handover);
 //   - portd never blocks on a client: messages to watchers, queued owners
 //     and waiting lookups are sent with a zero send timeout; a full queue
 //     ends that owner's claim, logged, or that watch: the watcher is told
@@ -147,6 +148,15 @@ final class NameServer {
     /// (NameServer+Fanout), and the source that sends a share a pass.
     var fanout = Fanout()
     var fanoutSource: RunLoopSource?
+    /// Names waiting for their next queued owner to be told
+    /// (NameServer+Handover), the source that tells a share a pass, and
+    /// how many were handed over in this pass.
+    var handovers = Handovers()
+    var handoverSource: RunLoopSource?
+    var handoversThisPass = 0
+    /// Per declared port, the connections portd made into its backlog for
+    /// each uid since it was last seen empty (NameServer+DeclaredBacklog).
+    var declaredBacklog: [PortName: [UInt32: Int]] = [:]
     /// Clients whose queue was full for a waiting lookup's answer: the
     /// source that gives their answers turns again once it has room.
     var parkedAnswers: [ClientID: PortSource] = [:]
@@ -309,6 +319,7 @@ final class NameServer {
     /// counts (`pace`, `list`).
     func passBegins() {
         passCounted = false
+        handoversThisPass = 0
         if !turnsThisPass.isEmpty { turnsThisPass.removeAll(keepingCapacity: true) }
         if !listLookedAtThisPass.isEmpty { listLookedAtThisPass.removeAll(keepingCapacity: true) }
     }
@@ -324,6 +335,7 @@ final class NameServer {
         port.setAdmission { [unowned self] client, peer in self.admit(client, peer) }
         try port.schedule(in: loop, forMode: mode)
         startFanout()
+        startHandovers()
         let pass = RunLoopSource { [unowned self] _ in self.passBegins() }
         loop.add(pass, forMode: mode)
         passSource = pass
@@ -351,6 +363,9 @@ final class NameServer {
         overflowing.removeAll()
         fanoutSource?.invalidate()
         fanoutSource = nil
+        handoverSource?.invalidate()
+        handoverSource = nil
+        handovers = Handovers()
         passSource?.invalidate()
         passSource = nil
         fanout = Fanout()
@@ -380,6 +395,7 @@ final class NameServer {
         } catch {
             logger.error("cannot create a declared port: \(error)")
         }
+        declaredBacklog = declaredBacklog.filter { declared[$0.key] != nil }
         if port.isValid { configureActivation() }
     }
 

@@ -59,6 +59,7 @@ package final class NameServerHarness {
         // Lent as a view, as the control port lends each record
         // (`NameServer.handleView`: a LOOKUP is read in place).
         let reply = PortMessageView.lend(message) { server.handleView($0) }
+        server.flushHandovers()
         server.flushFanout()
         server.passBegins()
         return reply
@@ -67,6 +68,7 @@ package final class NameServerHarness {
     /// The connection `client` hung up (its consequences sent, as for `handle`).
     package func clientGone(_ client: UInt64) {
         server.clientGone(client)
+        server.flushHandovers()
         server.flushFanout()
     }
 

@@ -8,6 +8,9 @@
 // minted with socketpair, the client itself), and that is not a connection
 // to portd itself: not to its control socket, not to a socket in its port
 // directory (whose listening sockets portd made, whoever holds them now).
+// Its receiver must still be there: a port whose other end is closed
+// already would only cost portd a failed send later (for a queued owner,
+// a listening socket made and unlinked for nothing).
 // These are told by the address the far end is bound to (getpeername),
 // not by its pid: portd's control socket may have been bound by the
 // service manager, and a hosted name server shares its process with its
@@ -64,8 +67,20 @@ struct PassedPortCheck {
             guard peer.uid == sender.uid else {
                 return "the \(role) is connected to a process of uid \(peer.uid), not to the requester (uid \(sender.uid)); pass a port of your own"
             }
+            if Self.hungUp(fd) { return "the \(role)'s receiver is gone (its other end was closed)" }
             return nil
         }
         return verdict ?? "the \(role) was closed"
+    }
+
+    /// Whether the other end of `right` is closed (or `right` is): one
+    /// poll(2), no waiting.
+    static func receiverIsGone(_ right: SendRight) -> Bool {
+        right.withDescriptor { fd in hungUp(fd) } ?? true
+    }
+
+    private static func hungUp(_ fd: borrowing OwnedDescriptor) -> Bool {
+        guard let ready = try? LocalSocket.wait(fd, for: [], timeout: .zero) else { return false }
+        return !ready.isDisjoint(with: [.hangUp, .error])
     }
 }

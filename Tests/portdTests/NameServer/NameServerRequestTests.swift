@@ -123,7 +123,8 @@ private func isBadRequest(_ r: Result<NameServerRequest, NameServerRequest.Refus
             client: 1, credentials: Credentials(pid: 10, uid: 1000, gid: 1000), sinceMilliseconds: 0,
             allowsReplacement: false, ticket: 1, handle: .init())
         let change = NameServer.OwnerChange(
-            name: name("svc"), kind: .released, old: old, new: nil, watchers: .init(ofAllNames: [], ofTheName: []), answeredLookups: [])
+            name: name("svc"), kind: .released, old: old, new: nil, watchers: .init(ofAllNames: [], ofTheName: []),
+            watcherUIDs: .init(ofAllNames: [:], ofTheName: [:]), answeredLookups: [])
         let event = PCPortMessage(notification: NameServerNotification<SendRight>.ownerChanged(serial: 3, change.reported))
         #expect(event.msgid == 0xFFFF_0100)
         #expect(event.components.map(\.string) == ["serial=3", "name=svc", "event=released", "old=10:1000:1"])
