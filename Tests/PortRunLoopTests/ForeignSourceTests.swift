@@ -12,7 +12,7 @@ import Testing
 
 @Suite struct ForeignSourceTests {
     @Test func aForeignDescriptorIsWatchedAndNeverClosed() throws {
-        var ends = try Pipe.make()
+        let ends = try Pipe.make()
         let read = ends.read.rawValue  // "the library's" number: the test keeps owning it
         let fired = Mutex(0)
         let loop = try PCRunLoop.detached()
