@@ -11,10 +11,7 @@ import PortRunLoop
 import PortSystem
 import PortWire
 
-public struct PCPortMessage: @unchecked Sendable {
-    // Safe to share: every stored value is immutable; SendRight and
-    // SharedMemory are themselves Sendable.
-
+public struct PCPortMessage: Sendable {
     /// One component of a message.
     public enum Component: Sendable {
         /// Bytes. On sending, bytes too large for one record travel as a

@@ -57,8 +57,7 @@ public struct PortMessageView: ~Copyable {
     /// The components in order (points into the transport's table).
     /// Usable from inline: the accessors below are inlined into the
     /// handler's module, where they are specialized for its closure
-    /// (across modules, unspecialized, a call cost about 80 instructions
-    /// more).
+    /// (across modules a call is unspecialized and costs more).
     @usableFromInline let slots: UnsafeBufferPointer<Slot>
     /// The send rights and shared memory of the record, in order.
     @usableFromInline let objects: [PCPortMessage.Component]

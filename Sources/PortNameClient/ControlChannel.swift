@@ -355,7 +355,7 @@ final class ControlChannel: @unchecked Sendable {
 
     /// Files the record `view` under its serial (the reader's, before it
     /// hands its turn back): a plain reply to a LOOKUP read in place, with
-    /// the mutex held (about a thousand instructions, no allocation), any
+    /// the mutex held (short, and no allocation), any
     /// other record copied out into a message first, without it.
     private func file(_ view: borrowing PortMessageView) {
         let serial = Self.serial(of: view)
@@ -385,8 +385,8 @@ final class ControlChannel: @unchecked Sendable {
     /// requests of one timeout all fit the first one's); a new one is
     /// rounded down (to 250 ms from a second on, else to 10 ms) so that
     /// the next requests fit it too.
-    /// All in nanoseconds: Duration's arithmetic is on 128 bits (400
-    /// instructions here).
+    /// All in nanoseconds: Duration's arithmetic is on 128 bits, and this
+    /// runs on every request.
     private func receiveWait(_ remaining: Int64) -> Int64? {
         let usable = (remaining - Self.receiveTimeoutMargin) / 4 * 3
         guard usable >= Self.shortestReceiveTimeout else { return nil }

@@ -26,7 +26,7 @@ extension PCPortMessage {
 
     /// `record.components.map(component)`, each field's bytes made at once
     /// (no "KEY=VALUE" string, no array of the vocabulary's components in
-    /// between: 2,500 of a LOOKUP's 43,500 instructions in portd).
+    /// between: every request the client sends is built here).
     private static func components(of record: NameServerRecord<SendRight>) -> [Component] {
         var all: [Component] = []
         all.reserveCapacity(record.fields.count + record.ports.count)

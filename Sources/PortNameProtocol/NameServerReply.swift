@@ -84,8 +84,8 @@ package struct NameServerRecord<Port> {
         fields.reserveCapacity(components.count)
         // Unspecialized here (generic over the port), so the loop keeps to
         // what needs no run-time metadata: counted by hand (`enumerated()`
-        // looks up the tuple's and the iterator's metadata on every step,
-        // about 1,500 instructions), and a flag for "a port came" (each
+        // looks up the tuple's and the iterator's metadata on every step),
+        // and a flag for "a port came" (each
         // `ports.isEmpty` looks up `[Port]`'s).
         var index = -1
         var sawPort = false

@@ -92,9 +92,9 @@ public final class PCRunLoop: @unchecked Sendable {
     // MARK: Protected by lock
     //
     // The fields read or written on every pass are marked
-    // @exclusivity(unchecked): the runtime's dynamic exclusivity check cost
-    // a thread-local lookup and a set insertion per access, a tenth of a
-    // round trip's instructions. It is safe because every access is
+    // @exclusivity(unchecked): the runtime's dynamic exclusivity check costs
+    // a thread-local lookup and a set insertion per access, and these are
+    // accessed on every pass. It is safe because every access is
     // instantaneous and serialized: fields of this section only with `lock`
     // held, fields of the next only on the owner thread, and no code holds
     // a mutating access to one of them across a call out (callouts run with

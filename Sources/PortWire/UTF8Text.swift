@@ -4,7 +4,7 @@
 //
 // Why not String(validating:as:) alone: the standard library validates
 // through a function generic over the encoding that callers outside it do
-// not specialize, about 1,000 instructions for a short field. Text that is
+// not specialize, which costs more than the field's bytes. Text that is
 // all ASCII (every field of the name server's vocabulary but non-ASCII
 // values) is valid UTF-8 as it stands, so it is checked byte by byte here and
 // made with String(decoding:as:); anything else still goes through

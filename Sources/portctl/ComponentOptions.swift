@@ -158,8 +158,8 @@ enum ComponentOrder {
     /// Whether `option` is one of the verbs' options that take a value as
     /// the next argument (so that value is not read as a component or a
     /// positional). A switch, not a Set: building a Set<String> at the
-    /// first call cost a send 0.26 M instructions (hashing's and Set's
-    /// generic metadata), more than the rest of the reading.
+    /// first call (hashing's and Set's generic metadata) costs a send more
+    /// than the rest of the reading.
     static func takesValue(_ option: String) -> Bool {
         switch option {
         case "--msgid", "--socket", "--timeout", "--max-bytes", "--data", "--file", "--hex": true

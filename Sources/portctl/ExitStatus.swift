@@ -53,8 +53,8 @@ enum ExitStatus: Int32, CaseIterable {
 
     /// The table for --help. Built once and without generic collection
     /// algorithms: every verb's configuration includes it, and all of them
-    /// are built at each start (a generic `joined` here cost 4 % of a
-    /// `portctl send`).
+    /// are built at each start, where a generic `joined` is a visible part
+    /// of a short `portctl send`.
     static let helpText: String = {
         var text = "Exit status:"
         for status in allCases {

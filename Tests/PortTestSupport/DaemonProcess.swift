@@ -23,7 +23,9 @@
 //     read up to an expected text (`waitForStandardOutput`).
 // Every test gets its own directory and socket, so these tests run in
 // parallel. Every wait has a generous upper bound (`HarnessTimeout`) that
-// turns a hang into a failing test; none stands in for synchronisation.
+// turns a hang into a failing test; none stands in for synchronisation. A
+// wait for an exit that times out says what /proc showed of the child
+// (`processState`: running, sleeping where, a zombie the harness missed).
 
 import CPortSystem
 import Foundation
@@ -373,11 +375,34 @@ package final class ChildProcess: @unchecked Sendable {
     package func waitForExit(timeout: Duration = HarnessTimeout) throws -> Int32 {
         let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
         if exited.wait(timeout: .now() + seconds) == .timedOut {
+            let seen = Self.processState(pid)  // before the kill changes it
             kill(pid, SIGKILL)
-            throw HarnessError.timedOut("exit of \((executable as NSString).lastPathComponent) pid \(pid)")
+            throw HarnessError.timedOut("exit of \((executable as NSString).lastPathComponent) pid \(pid) (\(seen))")
         }
         exited.signal()  // later waits return at once
         return lock.withLock { exitStatus! }
+    }
+
+    /// What /proc says of process `pid`, for a wait that timed out: its
+    /// state, the CPU time it used and where it sleeps. A child that is a
+    /// zombie exited and was not reaped (the harness missed it); one that
+    /// runs or sleeps is still at work, or waits in the kernel where
+    /// `wchan` says.
+    package static func processState(_ pid: pid_t) -> String {
+        func read(_ name: String) -> String? {
+            guard let bytes = try? FileSystem.contents(ofFile: "/proc/\(pid)/\(name)", maximumBytes: 65_536) else {
+                return nil
+            }
+            return String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        // /proc/PID/stat: "pid (comm) state ...", the command in parentheses
+        // may hold spaces; utime and stime are fields 14 and 15.
+        guard let stat = read("stat"), let close = stat.lastIndex(of: ")") else { return "no /proc entry" }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 12, let user = Int(fields[11]), let system = Int(fields[12]) else { return "stat: \(stat)" }
+        let ticks = max(1, sysconf(Int32(_SC_CLK_TCK)))
+        let cpu = Double(user + system) / Double(ticks)
+        return "state \(fields[0]), \(cpu) s of CPU, wchan \(read("wchan") ?? "?")"
     }
 
     /// Standard output, complete once the child (and anything that inherited it) has exited.
