@@ -49,7 +49,9 @@ import PortTestSupport
                 """, SourceTree.path("examples"), portd.socketPath,
             ], environment: ChildProcess.cleanEnvironment())
         defer { holder.killAndReap() }
-        try holder.waitForStandardOutput(containing: "kept ")
+        // The whole line: its words may come in writes of their own
+        // (an unbuffered python writes each as print makes it).
+        try holder.waitForStandardOutput(containing: "\n")
         let root = try NameClient(socket: portd.socketPath)
         let found = try root.lookUp("org.example.declared")
         holder.killAndReap()
