@@ -41,6 +41,10 @@ final class MonitorHub: @unchecked Sendable {
         var missed: UInt64 = 0
         /// Waits for room to send MISSED, while `missed` > 0.
         var catchUp: PortSource?
+        /// The origin (MessageOrigin) the monitor's port was last told of:
+        /// a copy of a relayed message goes after an origin notice when
+        /// its origin differs, so the monitor's copy carries it too.
+        var toldOrigin: String?
 
         /// Lets go of the monitor: its subscription ends.
         func drop() {
@@ -132,6 +136,14 @@ final class MonitorHub: @unchecked Sendable {
             let copy = PortMonitor.copy(
                 of: message, body: body, request: request, reply: reply, descriptors: descriptors,
                 sequence: number, missed: monitors[i].missed, time: now)
+            let origin = message.origin?.text
+            if origin != monitors[i].toldOrigin {
+                // A notice that is not an origin ("-") clears the monitor's.
+                let notice = message.origin?.notice ?? PCPortMessage(msgid: MessageOrigin.noticeMessageID, strings: ["-"])
+                if case .sent? = try? monitors[i].right.send(notice, before: .now()) {
+                    monitors[i].toldOrigin = origin
+                }
+            }
             switch try? monitors[i].right.send(copy, before: .now()) {
             case .sent:
                 monitors[i].missed = 0

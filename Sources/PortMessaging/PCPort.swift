@@ -1121,7 +1121,10 @@ public final class PCPort: @unchecked Sendable, CustomStringConvertible {
     private func noteOrigin(_ text: String?, sender: Credentials?, connection id: UInt64) {
         var origin = text.flatMap(MessageOrigin.init(text:))
         origin?.relayedBy = sender
-        if origin == nil { logger.warning("an origin notice that cannot be read on connection \(id) of \(self)") }
+        // "-" clears the origin (a relay's next message is not relayed).
+        if origin == nil && text != "-" {
+            logger.warning("an origin notice that cannot be read on connection \(id) of \(self)")
+        }
         lock.withLock {
             origins[id] = origin
             relaying.store(!origins.isEmpty, ordering: .relaxed)

@@ -210,9 +210,13 @@ public struct MonitoredMessage: Sendable {
     /// milliseconds, the owner's clock).
     public let deliveredAt: UInt64
     public let components: [Component]
+    /// The origin of a message a bridge relayed from another host, as the
+    /// monitored port was told it (`PCPortMessage.origin`); nil otherwise.
+    public let origin: MessageOrigin?
 
     /// Parses a COPY; nil when `message` is not a well-formed one.
     public init?(copy message: PCPortMessage) {
+        origin = message.origin
         guard message.msgid == PortMonitor.copyMessageID, message.components.count == 2,
             case .data(let header) = message.components[0], let body = message.components[1].bytes,
             header.count >= PortMonitor.fixedHeaderSize, header[0] == PortMonitor.headerVersion,

@@ -141,11 +141,18 @@ func waitUntilThere(_ name: String, in host: BridgeHost, timeout: Int = 15) thro
         port.invalidate()
         _ = try owner.release(Self.name)
         try waitUntilGone(Self.name, in: hosts.b.daemon)
-        let listener = try hosts.a.startPortctl(["listen", Self.name])
+        // portctl listen prints it, and portctl monitor shows it on its copies.
+        let monitor = try hosts.a.startPortctl(["monitor", Self.name])
+        defer { monitor.killAndReap() }
+        try monitor.waitForStandardError(containing: "monitoring \(Self.name)")
+        let listener = try hosts.a.startPortctl(["listen", Self.name, "--monitorable"])
         defer { listener.killAndReap() }
+        try monitor.waitForStandardError(containing: "monitoring the messages of \(Self.name)")
         try waitUntilThere(Self.name, in: hosts.b)
         #expect(try hosts.b.portctl(["send", Self.name, "--msgid", "6", "--data", "hi"]).status == 0)
         try listener.waitForStandardOutput(containing: "origin \"host=host-b; uid=\(getuid()); gid=")
+        try monitor.waitForStandardOutput(containing: "msgid=6 from pid=\(hosts.a.bridge!.pid) uid=")
+        try monitor.waitForStandardOutput(containing: "origin \"host=host-b; uid=\(getuid()); gid=")
     }
 
     @Test func aStoppedOwnerHoldsTheFarSenderBackAndNothingIsLost() throws {

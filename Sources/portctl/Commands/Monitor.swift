@@ -215,6 +215,7 @@ struct Monitor: ParsableCommand {
     static func text(_ m: MonitoredMessage, of name: String, at ms: UInt64, limit: Int) -> String {
         var line = "\(Timestamp.utc(milliseconds: ms)) message \(TextEscape.escape(name)) msgid=\(m.msgid)"
         if let s = m.sender { line += " from pid=\(s.pid) uid=\(s.uid) gid=\(s.gid)" }
+        if let o = m.origin { line += " origin " + Array(o.text.utf8).withUnsafeBytes { TextEscape.quoted($0) } }
         if m.isRequest { line += " (request #\(m.sequence))" }
         if m.hasReplyPort { line += " (reply port)" }
         if m.descriptorCount > 0 { line += " (\(m.descriptorCount) descriptor\(m.descriptorCount == 1 ? "" : "s") not shown)" }
@@ -258,6 +259,7 @@ struct Monitor: ParsableCommand {
                 ("pid", sender.map { .integer(Int64($0.pid)) } ?? .null),
                 ("uid", sender.map { .unsigned(UInt64($0.uid)) } ?? .null),
                 ("gid", sender.map { .unsigned(UInt64($0.gid)) } ?? .null),
+                ("origin", m.origin.map { .string($0.text) } ?? .null),
                 ("request", .bool(m.isRequest)), ("reply_port", .bool(m.hasReplyPort)),
                 ("descriptors", .integer(Int64(m.descriptorCount))), ("sequence", .unsigned(m.sequence)),
                 ("delivered_ms", .unsigned(m.deliveredAt)),
