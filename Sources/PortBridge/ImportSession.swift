@@ -48,6 +48,10 @@ final class ImportSession {
     var lastProgress = MonotonicInstant.now()
     /// The origin last sent on the session (Portd-Origin goes when it changes).
     var sentOrigin: String?
+    /// The last local sender and its origin text, so that the text is
+    /// written once per sender rather than once per record.
+    var lastSender: Credentials?
+    var lastOrigin = ""
 
     init(id: UInt64, name: String, connection: UInt64) {
         self.id = id
@@ -147,7 +151,11 @@ extension Bridge {
             return
         }
         let reply = request ? message.replyPort : nil
-        let origin = originHeader(message.sender)
+        if session.lastOrigin.isEmpty || message.sender != session.lastSender {
+            session.lastSender = message.sender
+            session.lastOrigin = originHeader(message.sender)
+        }
+        let origin = session.lastOrigin
         switch session.state {
         case .closed:
             return
